@@ -1,0 +1,36 @@
+# `make demo` and `make test` each set everything up from a fresh clone (Python >= 3.10 and pip).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+
+.PHONY: demo test setup setup-dev clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, exactly the CPU build on this disk, unless the venv already has a torch.
+$(VENV)/.torch: | $(PY)
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install torch==2.13.0
+	touch $@
+
+$(VENV)/.setup: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.setup-dev: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e ".[dev]"
+	touch $@
+
+setup: $(VENV)/.setup
+setup-dev: $(VENV)/.setup-dev
+
+demo: setup
+	$(PY) examples/fraud/generate.py --out examples/fraud/data
+	$(VENV)/bin/trainforge run examples/fraud/pipeline.yaml
+
+test: setup-dev
+	$(PY) -m pytest
+
+clean:
+	rm -rf .trainforge examples/fraud/data

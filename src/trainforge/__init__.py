@@ -1,0 +1,59 @@
+"""trainforge: declared training pipelines into tracked, resumable runs and registered models.
+
+    >>> from trainforge import run_pipeline
+    >>> result = run_pipeline("examples/fraud/pipeline.yaml")  # doctest: +SKIP
+    >>> result.model_version.stage                            # doctest: +SKIP
+    <ModelStage.STAGING: 'staging'>
+
+Names are imported on first use, so `import trainforge.config` does not pull in torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "PipelineSpec": "trainforge.config",
+    "load_spec": "trainforge.config",
+    "DataVersion": "trainforge.entities",
+    "Experiment": "trainforge.entities",
+    "MetricPoint": "trainforge.entities",
+    "ModelStage": "trainforge.entities",
+    "ModelVersion": "trainforge.entities",
+    "Run": "trainforge.entities",
+    "RunStatus": "trainforge.entities",
+    "ArtifactError": "trainforge.errors",
+    "Conflict": "trainforge.errors",
+    "DataError": "trainforge.errors",
+    "DataNotFound": "trainforge.errors",
+    "DataValidationError": "trainforge.errors",
+    "NotFound": "trainforge.errors",
+    "RunFailed": "trainforge.errors",
+    "SpecError": "trainforge.errors",
+    "StoreError": "trainforge.errors",
+    "TrainforgeError": "trainforge.errors",
+    "TrainingError": "trainforge.errors",
+    "PipelineResult": "trainforge.pipeline",
+    "run_pipeline": "trainforge.pipeline",
+    "open_store": "trainforge.storage",
+    "RunHandle": "trainforge.tracking",
+    "start_run": "trainforge.tracking",
+    "Trainer": "trainforge.train",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'trainforge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,171 @@
+"""Typer commands. Exit codes: 0 done, 1 the run failed, 2 bad spec or arguments,
+3 the run completed but a gate stopped registration."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from trainforge.cli import _render
+from trainforge.cli._views import model_row, pipeline_summary, run_fields, run_row, version_fields
+from trainforge.errors import NotFound, RunFailed, SpecError, TrainforgeError
+from trainforge.orchestration import StepEvent
+from trainforge.pipeline import load_checked_spec, run_pipeline
+from trainforge.storage import open_store
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
+models_app = typer.Typer(no_args_is_help=True, help="Read registered model versions.")
+app.add_typer(runs_app, name="runs")
+app.add_typer(models_app, name="models")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
+
+
+def main() -> None:
+    """Entry point: errors trainforge raises on purpose print as one message, exit code 1."""
+    try:
+        app()
+    except TrainforgeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+def _fail(message: str, code: int) -> None:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def _setup_logging() -> None:
+    handler: logging.Handler
+    if _render.is_terminal():
+        from rich.logging import RichHandler
+
+        handler = RichHandler(show_path=False, show_time=False)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("trainforge")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+
+
+def _print_step(event: StepEvent) -> None:
+    if event.state == "finished":
+        logging.getLogger("trainforge").info("step %-9s done in %.1fs", event.step, event.seconds)
+    elif event.state == "failed":
+        logging.getLogger("trainforge").info("step %-9s failed", event.step)
+
+
+@app.command()
+def run(spec: str, overrides: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Run the pipeline SPEC declares, as one tracked run."""
+    if not as_json:
+        _setup_logging()
+    try:
+        result = run_pipeline(spec, overrides or [], listener=None if as_json else _print_step)
+    except SpecError as exc:
+        _fail(str(exc), 2)
+    except RunFailed as exc:
+        _fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
+    summary = pipeline_summary(result)
+    if as_json:
+        _render.emit_json(summary)
+    else:
+        _render.emit_fields("Pipeline finished", list(summary.items()))
+        typer.echo(
+            "\nLook further:\n"
+            f"  trainforge runs show {result.run.run_id}\n"
+            "  trainforge runs list\n"
+            "  trainforge models list"
+        )
+    if not result.gate.passed:
+        raise typer.Exit(3)
+
+
+@app.command()
+def validate(spec: str, overrides: Overrides = None, as_json: JsonFlag = False) -> None:
+    """Check SPEC (and its data contract) without running anything."""
+    try:
+        loaded = load_checked_spec(spec, overrides or [])
+    except SpecError as exc:
+        if as_json:
+            _render.emit_json({"valid": False, "problems": exc.problems})
+            raise typer.Exit(2) from None
+        _fail(str(exc), 2)
+    if as_json:
+        _render.emit_json({"valid": True, "spec": loaded.model_dump(mode="json")})
+    else:
+        typer.echo(f"{spec}: valid")
+
+
+@runs_app.command("list")
+def runs_list(
+    experiment: Annotated[Optional[str], typer.Option(help="Only this experiment.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """Recent runs, newest first."""
+    store = open_store()
+    names = {e.experiment_id: e.name for e in store.list_experiments()}
+    experiment_id = None
+    if experiment is not None:
+        ids = [i for i, name in names.items() if name == experiment]
+        if not ids:
+            _fail(f"experiment {experiment!r} not found (have: {', '.join(sorted(names.values()))})", 1)
+        experiment_id = ids[0]
+    runs = store.list_runs(experiment_id=experiment_id, limit=limit)
+    rows = [run_row(r, names) for r in runs]
+    if as_json:
+        _render.emit_json(rows)
+        return
+    columns = ["run_id", "experiment", "status", "started", "seconds", "metrics"]
+    _render.emit_table("Runs", columns, [[row[c] for c in columns] for row in rows])
+
+
+@runs_app.command("show")
+def runs_show(run_id: str, as_json: JsonFlag = False) -> None:
+    """One run in full: params, metrics, environment, error."""
+    store = open_store()
+    try:
+        run_ = store.get_run(run_id)
+    except NotFound as exc:
+        _fail(str(exc), 1)
+    fields = run_fields(run_, store.get_experiment(run_.experiment_id).name)
+    if as_json:
+        _render.emit_json(dict(fields))
+    else:
+        _render.emit_fields(f"Run {run_.run_id}", fields)
+
+
+@models_app.command("list")
+def models_list(as_json: JsonFlag = False) -> None:
+    """Every registered model version."""
+    rows = [model_row(v) for v in open_store().list_model_versions()]
+    if as_json:
+        _render.emit_json(rows)
+        return
+    columns = ["model", "version", "stage", "run_id", "created", "metrics"]
+    _render.emit_table("Model versions", columns, [[row[c] for c in columns] for row in rows])
+
+
+@models_app.command("show")
+def models_show(name: str, as_json: JsonFlag = False) -> None:
+    """All versions of model NAME with their lineage."""
+    versions = open_store().list_model_versions(name)
+    if not versions:
+        _fail(f"model {name!r} not found (see: trainforge models list)", 1)
+    if as_json:
+        _render.emit_json([dict(version_fields(v)) for v in versions])
+        return
+    for version in versions:
+        _render.emit_fields(f"{version.model_name} version {version.version}", version_fields(version))
+
+
+@app.callback()
+def _root() -> None:
+    """trainforge: declared pipelines into tracked, resumable runs and registered models."""

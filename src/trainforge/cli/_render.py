@@ -1,0 +1,65 @@
+"""Output for people and scripts: rich tables on a terminal, plain columns when piped, JSON on
+request."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=not is_terminal())
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=True) + "\n")
+
+
+def emit_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A table: boxed on a terminal, whitespace-aligned plain text otherwise."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    if is_terminal():
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column)
+        for row in cells:
+            table.add_row(*row)
+        console().print(table)
+        return
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = [columns, *cells]
+    for line in lines:
+        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n")
+
+
+def emit_fields(title: str, fields: Sequence[tuple[str, Any]]) -> None:
+    """Key/value lines (a record shown in full)."""
+    out = console()
+    if is_terminal():
+        out.print(f"[bold]{title}[/bold]")
+    else:
+        out.print(title)
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        out.print(f"  {key.ljust(width)}  {_cell(value)}", markup=False)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=str, sort_keys=True)
+    if hasattr(value, "isoformat"):
+        return value.isoformat(timespec="seconds")
+    return str(getattr(value, "value", value))

@@ -1,0 +1,83 @@
+"""Records turned into rows and fields for display (JSON-safe values)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainforge.entities import ModelVersion, Run
+
+
+def _short_metrics(metrics: dict[str, float], prefix: str = "test_") -> str:
+    picked = {k.removeprefix(prefix): v for k, v in sorted(metrics.items()) if k.startswith(prefix)}
+    return " ".join(f"{k}={v:.4g}" for k, v in list(picked.items())[:4])
+
+
+def run_row(run: Run, experiment_names: dict[str, str]) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "experiment": experiment_names.get(run.experiment_id, run.experiment_id),
+        "status": run.status.value,
+        "started": run.started_at.isoformat(timespec="seconds"),
+        "seconds": round(run.duration_s, 1) if run.duration_s is not None else None,
+        "metrics": _short_metrics(run.metrics),
+        "model_version": run.tags.get("model_version"),
+        "error": run.error,
+    }
+
+
+def run_fields(run: Run, experiment: str) -> list[tuple[str, Any]]:
+    return [
+        ("run_id", run.run_id),
+        ("experiment", experiment),
+        ("status", run.status.value),
+        ("error", run.error),
+        ("started_at", run.started_at.isoformat()),
+        ("ended_at", run.ended_at.isoformat() if run.ended_at else None),
+        ("git_commit", run.git_commit),
+        ("git_dirty", run.git_dirty),
+        ("data_version", run.data_version_id),
+        ("artifact_uri", run.artifact_uri),
+        ("metrics", run.metrics),
+        ("tags", run.tags),
+        ("environment", run.environment),
+        ("params", run.params),
+    ]
+
+
+def model_row(version: ModelVersion) -> dict[str, Any]:
+    return {
+        "model": version.model_name,
+        "version": version.version,
+        "stage": version.stage.value,
+        "run_id": version.run_id,
+        "created": version.created_at.isoformat(timespec="seconds"),
+        "metrics": _short_metrics(version.metrics),
+    }
+
+
+def version_fields(version: ModelVersion) -> list[tuple[str, Any]]:
+    return [
+        ("model", version.model_name),
+        ("version", version.version),
+        ("stage", version.stage.value),
+        ("run_id", version.run_id),
+        ("data_version", version.data_version_id),
+        ("git_commit", version.git_commit),
+        ("artifact_uri", version.artifact_uri),
+        ("created_at", version.created_at.isoformat()),
+        ("metrics", version.metrics),
+    ]
+
+
+def pipeline_summary(result: Any) -> dict[str, Any]:
+    """The closing summary of `trainforge run`: run, headline metric, model version, stage."""
+    version = result.model_version
+    return {
+        "run_id": result.run.run_id,
+        "status": result.run.status.value,
+        "test_metrics": result.evaluation.prefixed(),
+        "gates": "passed" if result.gate.passed else "; ".join(result.gate.failures),
+        "model_version": f"{version.model_name}/{version.version}" if version else None,
+        "stage": version.stage.value if version else "not registered",
+        "data_version": result.run.data_version_id,
+    }

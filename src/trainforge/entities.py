@@ -1,0 +1,103 @@
+"""Frozen records shared by stages and services.
+
+The store hands these out; ORM rows never leave `trainforge.storage`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class RunStatus(str, enum.Enum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self is not RunStatus.RUNNING
+
+
+class ModelStage(str, enum.Enum):
+    NONE = "none"
+    STAGING = "staging"
+    CANARY = "canary"
+    PRODUCTION = "production"
+    ARCHIVED = "archived"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    experiment_id: str
+    name: str
+    description: str = ""
+    owner: str = ""
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    experiment_id: str
+    status: RunStatus
+    params: dict[str, Any]
+    metrics: dict[str, float]
+    tags: dict[str, Any]
+    environment: dict[str, Any]
+    artifact_uri: str
+    started_at: datetime
+    ended_at: datetime | None
+    git_commit: str | None
+    git_dirty: bool | None
+    data_version_id: str | None
+    error: str | None
+    pipeline_id: str | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    key: str
+    value: float
+    step: int
+    timestamp: float
+
+
+@dataclass(frozen=True)
+class DataVersion:
+    """A content-addressed name for exactly the files a run read."""
+
+    data_version_id: str
+    source: str
+    files: tuple[dict[str, Any], ...]
+    num_rows: int
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ModelVersion:
+    model_name: str
+    version: str
+    run_id: str
+    stage: ModelStage
+    artifact_uri: str
+    created_at: datetime
+    metrics: dict[str, float] = field(default_factory=dict)
+    data_version_id: str | None = None
+    git_commit: str | None = None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    pipeline_id: str
+    name: str
+    dag_config: dict[str, Any]
+    schedule: str | None = None
+    created_by: str | None = None

@@ -1,0 +1,80 @@
+"""The one exception hierarchy of trainforge.
+
+    TrainforgeError                 base of everything trainforge raises on purpose
+    ├── SpecError                   a pipeline spec or contract file is malformed or invalid
+    ├── DataError                   input data cannot be used
+    │   ├── DataNotFound            no file matches the configured source
+    │   └── DataValidationError     rows break the schema contract (carries the report)
+    ├── StoreError                  the tracking database cannot do what was asked
+    │   ├── NotFound                a run, experiment or model version does not exist
+    │   └── Conflict                a write collides with existing state
+    ├── ArtifactError               an artifact name or file is unusable
+    ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
+    └── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
+
+User errors say where (file, field path, row) and what was expected; `assert` is kept for
+internal invariants only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TrainforgeError(Exception):
+    """Base class of every error trainforge raises on purpose."""
+
+
+class SpecError(TrainforgeError):
+    """A spec or contract file is malformed, or a field has the wrong value.
+
+    `problems` lists one line per broken field, each already naming the file and field path.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class DataError(TrainforgeError):
+    """Input data cannot be used."""
+
+
+class DataNotFound(DataError):
+    """No file matches the configured data source."""
+
+
+class DataValidationError(DataError):
+    """Rows break the schema contract; `report` says which rule, how often and where."""
+
+    def __init__(self, message: str, report: Any) -> None:
+        self.report = report
+        super().__init__(message)
+
+
+class StoreError(TrainforgeError):
+    """The tracking database cannot do what was asked."""
+
+
+class NotFound(StoreError):
+    """A run, experiment or model version does not exist."""
+
+
+class Conflict(StoreError):
+    """A write collides with existing state."""
+
+
+class ArtifactError(TrainforgeError):
+    """An artifact name or file is unusable."""
+
+
+class TrainingError(TrainforgeError):
+    """Training cannot start or continue."""
+
+
+class RunFailed(TrainforgeError):
+    """A tracked run ended `failed`; `run_id` names it and `__cause__` holds the reason."""
+
+    def __init__(self, run_id: str, cause: BaseException) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id} failed: {cause}")

@@ -1,0 +1,21 @@
+"""Evaluation: metrics per task, and the evaluate stage."""
+
+from trainforge.evaluate._evaluate import EvalReport, evaluate_model, predict_scores
+from trainforge.evaluate._metrics import (
+    METRICS_BY_TASK,
+    binary_metrics,
+    multiclass_metrics,
+    regression_metrics,
+    roc_auc,
+)
+
+__all__ = [
+    "METRICS_BY_TASK",
+    "EvalReport",
+    "binary_metrics",
+    "evaluate_model",
+    "multiclass_metrics",
+    "predict_scores",
+    "regression_metrics",
+    "roc_auc",
+]

@@ -1,0 +1,79 @@
+"""`run_pipeline`: load a spec, open a tracked run, execute the training DAG, report."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainforge.config import PipelineSpec, load_spec
+from trainforge.entities import ModelVersion, Pipeline, Run
+from trainforge.errors import RunFailed, TrainforgeError
+from trainforge.evaluate import EvalReport
+from trainforge.orchestration import StepListener, run_dag
+from trainforge.pipeline._checks import check_spec
+from trainforge.pipeline._dag import build_training_dag
+from trainforge.registry import GateResult
+from trainforge.storage import open_store, trainforge_home
+from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
+from trainforge.tracking import RunHandle, TrackingStore, start_run
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    run: Run
+    evaluation: EvalReport
+    gate: GateResult
+    model_version: ModelVersion | None
+
+
+def load_checked_spec(path: str | Path, overrides: list[str] | None = None) -> PipelineSpec:
+    """Load a spec and run the cross-section checks: what `trainforge validate` does."""
+    spec = load_spec(path, overrides)
+    check_spec(spec, path)
+    return spec
+
+
+def default_artifact_store() -> ArtifactStore:
+    return open_artifact_store(trainforge_home() / "artifacts")
+
+
+def run_pipeline(
+    path: str | Path,
+    overrides: list[str] | None = None,
+    store: TrackingStore | None = None,
+    artifacts: ArtifactStore | None = None,
+    listener: StepListener | None = None,
+) -> PipelineResult:
+    """Run the pipeline a spec file declares, as one tracked run.
+
+    Spec errors raise `SpecError` before any run exists; a later `TrainforgeError` ends the run
+    `failed` and is raised as `RunFailed` naming the run; Ctrl+C and SIGTERM end it `failed` too.
+    """
+    spec = load_checked_spec(path, overrides)
+    store = store or open_store()
+    artifacts = artifacts or default_artifact_store()
+    dag = build_training_dag(spec)
+    pipeline = store.upsert_pipeline(
+        Pipeline(pipeline_id=spec.name, name=spec.name, dag_config=dag.describe())
+    )
+    started = time.perf_counter()
+    handle: RunHandle | None = None
+    try:
+        with start_run(
+            store, artifacts, spec.experiment_name, spec.model_dump(mode="json"),
+            pipeline_id=pipeline.pipeline_id, code_dir=Path(path).resolve().parent,
+        ) as handle:
+            handle.set_tags({"spec": {"path": str(path), "overrides": list(overrides or [])}})
+            values = run_dag(dag, {"run": handle}, listener)
+            handle.set_summary({"wall_time_s": time.perf_counter() - started})
+    except TrainforgeError as exc:
+        if handle is None:
+            raise
+        raise RunFailed(handle.run_id, exc) from exc
+    return PipelineResult(
+        run=store.get_run(handle.run_id),
+        evaluation=values["evaluation"],
+        gate=values["gate"],
+        model_version=values["model_version"],
+    )

@@ -1,0 +1,145 @@
+"""The steps of the training pipeline: each calls one stage and records what it did on the run.
+
+Every function here takes its spec section first (bound by `build_training_dag`), then named
+inputs, and returns a dict of named outputs; none holds state between calls.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from trainforge.config import DataSpec, EvaluationSpec, FeaturesSpec, PipelineSpec, RegistrySpec
+from trainforge.entities import ModelStage, ModelVersion
+from trainforge.errors import DataValidationError
+from trainforge.evaluate import EvalReport, evaluate_model
+from trainforge.features import FeaturePipeline
+from trainforge.ingest import IngestResult, read_table
+from trainforge.models import build_model, output_size
+from trainforge.pipeline._dataset import Dataset, encode_classes, target_values
+from trainforge.registry import GateResult, check_gates
+from trainforge.split import Splits, split_frame
+from trainforge.tracking import RunHandle
+from trainforge.train import Trainer, TrainResult, save_weights
+from trainforge.validate import ValidationReport, load_contract, validate_frame
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    model: nn.Module
+    result: TrainResult
+    artifact_uri: str
+
+
+def ingest(spec: DataSpec, run: RunHandle) -> dict[str, Any]:
+    raw = read_table(spec.source, spec.format)
+    version = raw.data_version()
+    run.set_data_version(version)
+    run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),
+                           "rows": len(raw.frame)}})
+    return {"raw": raw}
+
+
+def validate(spec: DataSpec, raw: IngestResult, run: RunHandle) -> dict[str, Any]:
+    if spec.contract is None:
+        return {"validation": None}
+    contract = load_contract(spec.contract)
+    try:
+        report = validate_frame(raw.frame, contract, spec.on_fail, raw.locate, spec.contract)
+    except DataValidationError as exc:
+        _record_validation(run, exc.report)
+        raise
+    _record_validation(run, report)
+    return {"validation": report}
+
+
+def _record_validation(run: RunHandle, report: ValidationReport) -> None:
+    run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
+    run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations)}})
+
+
+def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None) -> dict[str, Any]:
+    return {"splits": split_frame(raw.frame, spec.split)}
+
+
+def features(
+    spec: FeaturesSpec, target: str, task: str, splits: Splits, run: RunHandle
+) -> dict[str, Any]:
+    pipeline = FeaturePipeline.from_spec(spec).fit(splits.train)
+    run.put_artifact("features/pipeline.json", pipeline.to_json().encode())
+    run.set_tags({"features": {"hash": pipeline.content_hash, "count": len(pipeline.feature_names)}})
+    targets = [target_values(part, target, task, name)
+               for name, part in (("train", splits.train), ("val", splits.val), ("test", splits.test))]
+    classes: tuple[object, ...] = ()
+    if task == "multiclass":
+        classes, targets = encode_classes(targets[0], targets[1:])
+    matrices = [pipeline.transform(part) for part in (splits.train, splits.val, splits.test)]
+    dataset = Dataset(
+        train=(matrices[0], targets[0]),
+        val=(matrices[1], targets[1]),
+        test=(matrices[2], targets[2]),
+        feature_names=tuple(pipeline.feature_names),
+        classes=classes,
+    )
+    return {"dataset": dataset}
+
+
+def train(spec: PipelineSpec, dataset: Dataset, run: RunHandle) -> dict[str, Any]:
+    out_features = output_size(spec.model.task, len(dataset.classes))
+    model = build_model(spec.model, dataset.num_features, out_features)
+    trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
+                      spec.evaluation)
+    result = trainer.fit()
+    run.set_summary({**result.history[-1], "train_steps": result.steps,
+                     "train_wall_s": result.wall_s})
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = save_weights(result.model, Path(tmp) / "weights.safetensors")
+        run.log_artifact(weights, "model/weights.safetensors")
+    description = {
+        "model": spec.model.model_dump(mode="json"),
+        "in_features": dataset.num_features,
+        "out_features": out_features,
+        "feature_names": list(dataset.feature_names),
+        "classes": list(dataset.classes),
+    }
+    run.put_artifact("model/model.json", json.dumps(description, indent=2).encode())
+    uri = run.artifacts.run_uri(run.run_id) + "/model"
+    return {"trained": TrainedModel(result.model, result, uri)}
+
+
+def evaluate(spec: EvaluationSpec, task: str, trained: TrainedModel, dataset: Dataset,
+             run: RunHandle) -> dict[str, Any]:
+    features_, targets = dataset.test
+    report = evaluate_model(trained.model, features_, targets, task, spec, "test")
+    run.set_summary(report.prefixed())
+    return {"evaluation": report}
+
+
+def gate(spec: EvaluationSpec, evaluation: EvalReport, run: RunHandle) -> dict[str, Any]:
+    metrics = {**run.info().metrics, **evaluation.prefixed()}
+    result = check_gates(metrics, spec.gates)
+    run.set_tags({"gates": result.to_dict()})
+    return {"gate": result}
+
+
+def register(spec: RegistrySpec | None, trained: TrainedModel, evaluation: EvalReport,
+             gate: GateResult, run: RunHandle) -> dict[str, Any]:
+    if spec is None or not gate.passed:
+        return {"model_version": None}
+    info = run.info()
+    version: ModelVersion = run.store.create_model_version(
+        spec.model_name,
+        run.run_id,
+        trained.artifact_uri,
+        ModelStage.STAGING,
+        metrics=evaluation.prefixed(),
+        data_version_id=info.data_version_id,
+        git_commit=info.git_commit,
+    )
+    run.set_tags({"model_version": f"{version.model_name}/{version.version}"})
+    return {"model_version": version}

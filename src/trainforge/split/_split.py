@@ -1,0 +1,68 @@
+"""Dividing rows into train / validation / test as a SplitSpec says.
+
+Rules:
+- Sizes: test = round(n * test_fraction), val = round(n * val_fraction), train = the rest;
+  every split must end up with at least one row.
+- random: positions come from `numpy.random.default_rng(seed).permutation(n)`: the first
+  `test` of them are test, the next `val` are validation; each split keeps the frame's order.
+- time: rows are stably sorted by `time_column`; the earliest are train, then validation, and the
+  latest are test, so no train row is later than any test row. The column may hold no nulls.
+- Each split gets a fresh RangeIndex; the input frame is not changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from trainforge.config import SplitSpec
+from trainforge.errors import DataError
+
+
+@dataclass(frozen=True, eq=False)
+class Splits:
+    """The three parts of one frame; together they hold every row exactly once."""
+
+    train: pd.DataFrame
+    val: pd.DataFrame
+    test: pd.DataFrame
+
+
+def split_frame(frame: pd.DataFrame, spec: SplitSpec) -> Splits:
+    """Split `frame` by `spec.method` ("random" or "time")."""
+    n_train, n_val, n_test = _sizes(len(frame), spec)
+    if spec.method == "time":
+        train, val, test = np.split(_time_order(frame, spec), [n_train, n_train + n_val])
+    else:
+        order = np.random.default_rng(spec.seed).permutation(len(frame))
+        test, val, train = (np.sort(p) for p in np.split(order, [n_test, n_test + n_val]))
+    return Splits(*(frame.iloc[rows].reset_index(drop=True) for rows in (train, val, test)))
+
+
+def _sizes(rows: int, spec: SplitSpec) -> tuple[int, int, int]:
+    n_test, n_val = round(rows * spec.test_fraction), round(rows * spec.val_fraction)
+    sizes = {"train": rows - n_test - n_val, "val": n_val, "test": n_test}
+    empty = [name for name, size in sizes.items() if size <= 0]
+    if empty:
+        raise DataError(
+            f"split: {rows} rows are too few for val_fraction={spec.val_fraction} and "
+            f"test_fraction={spec.test_fraction}: the {' and '.join(empty)} split would be empty"
+        )
+    return sizes["train"], sizes["val"], sizes["test"]
+
+
+def _time_order(frame: pd.DataFrame, spec: SplitSpec) -> np.ndarray:
+    column = spec.time_column
+    if column not in frame.columns:
+        available = ", ".join(map(str, frame.columns))
+        raise DataError(f"split: time column {column!r} not found; the columns are: {available}")
+    missing = frame[column].isna().to_numpy()
+    if missing.any():
+        first = int(np.flatnonzero(missing)[0])
+        raise DataError(
+            f"split: time column {column!r} has {int(missing.sum())} missing values "
+            f"(first at row {first}); rows without a time cannot be ordered"
+        )
+    return frame[column].argsort(kind="stable").to_numpy()

@@ -1,0 +1,130 @@
+"""Engines from database URLs, and the schema migrations applied on first use.
+
+Rules:
+- `sqlite:///path` gets WAL journaling, a 30 s busy timeout and foreign keys, and its parent
+  folder is created. SQLAlchemy, not the sqlite3 driver, emits BEGIN, so every transaction
+  (DDL included) is real; a connection with the execution option `WRITE` set begins with
+  `BEGIN IMMEDIATE`, taking the write lock up front instead of failing to upgrade a read lock.
+- `postgresql+psycopg://...` is used as is.
+- `migrate(engine)` brings the schema to the newest revision. It reads the revision first and
+  does nothing when already there; otherwise it takes a database-wide lock (`BEGIN IMMEDIATE`
+  on SQLite, `pg_advisory_xact_lock` on PostgreSQL), reads again and upgrades in that one
+  transaction, so processes opening a fresh database together all succeed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Execution option: begin this connection's transactions with the write lock held (SQLite).
+WRITE = "trainforge_write"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Key of the PostgreSQL advisory lock serialising schema upgrades ("tfmigrat" in ASCII).
+_PG_MIGRATION_LOCK = 0x74666D6967726174
+
+
+def trainforge_home() -> Path:
+    """The folder for local state: `$TRAINFORGE_HOME`, else `.trainforge` in the current folder."""
+    return Path(os.environ.get("TRAINFORGE_HOME") or Path.cwd() / ".trainforge")
+
+
+def default_db_url() -> str:
+    """`$TRAINFORGE_DB` when set, else a SQLite file `trainforge.db` under `trainforge_home()`."""
+    return os.environ.get("TRAINFORGE_DB") or f"sqlite:///{trainforge_home() / 'trainforge.db'}"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`, configured as the module docstring says."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+    event.listen(engine, "connect", _configure_sqlite)
+    event.listen(engine, "begin", _begin_sqlite)
+    return engine
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # The driver must not emit BEGIN itself: `_begin_sqlite` does, for every statement kind.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        _enable_wal(cursor)
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _enable_wal(cursor: sqlite3.Cursor) -> None:
+    # Switching a fresh file to WAL fails at once with "database is locked" (without waiting on
+    # busy_timeout) while another process is switching it too, so wait here instead.
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _begin_sqlite(connection: Connection) -> None:
+    immediate = connection.get_execution_options().get(WRITE, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic's configuration, built in code; `connection` is the one migrations run on."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision in `migrations/versions/`."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "migrations/versions/ holds no revision"
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at; None for an empty database."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def migrate(engine: Engine) -> None:
+    """Upgrade the schema to `head_revision()`, safely under concurrent first use."""
+    head = head_revision()
+    with engine.connect() as connection:
+        if current_revision(connection) == head:
+            return
+    with engine.connect() as connection:
+        connection.execution_options(**{WRITE: True})
+        with connection.begin():
+            if engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": _PG_MIGRATION_LOCK})
+            if current_revision(connection) != head:
+                upgrade(connection)
+
+
+def upgrade(connection: Connection) -> None:
+    """Run alembic's upgrade to head inside the caller's transaction on `connection`."""
+    command.upgrade(alembic_config(connection), "head")

@@ -1,0 +1,164 @@
+"""The whole data model of the tracking database, in one module.
+
+Rules every table follows:
+- timestamps are timezone-aware UTC on the way in and on the way out (`UTCDateTime`), also on
+  SQLite, which stores them naive;
+- JSON columns are JSONB on PostgreSQL and JSON text on SQLite, and always hold plain
+  dicts / lists;
+- enums (`RunStatus`, `ModelStage`) are stored as their string value;
+- these rows never leave `trainforge.storage`: the store converts them to `trainforge.entities`.
+
+A change here needs a new revision in `migrations/versions/`; `tests/storage/test_migrations.py`
+fails while the two disagree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+# Explicit constraint names keep migrations identical on SQLite and PostgreSQL.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend.
+
+    Naive values are taken to be UTC; aware ones are converted to UTC before they are stored.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+
+def as_utc(value: datetime) -> datetime:
+    """`value` as an aware UTC datetime; a naive value is read as UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JsonType, list[Any]: JsonType, datetime: UTCDateTime
+    }
+
+
+class PipelineRow(Base):
+    __tablename__ = "pipelines"
+
+    pipeline_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    dag_config: Mapped[dict[str, Any]]
+    schedule: Mapped[str | None] = mapped_column(String(255))
+    created_by: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExperimentRow(Base):
+    __tablename__ = "experiments"
+
+    experiment_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    owner: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class DataVersionRow(Base):
+    __tablename__ = "data_versions"
+
+    data_version_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    files: Mapped[list[Any]]
+    num_rows: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_experiment_id_started_at", "experiment_id", "started_at"),)
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    experiment_id: Mapped[str] = mapped_column(ForeignKey("experiments.experiment_id"))
+    pipeline_id: Mapped[str | None] = mapped_column(ForeignKey("pipelines.pipeline_id"))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    params: Mapped[dict[str, Any]]
+    metrics: Mapped[dict[str, Any]]
+    tags: Mapped[dict[str, Any]]
+    environment: Mapped[dict[str, Any]]
+    artifact_uri: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None]
+    git_commit: Mapped[str | None] = mapped_column(String(64))
+    git_dirty: Mapped[bool | None] = mapped_column(Boolean)
+    data_version_id: Mapped[str | None] = mapped_column(
+        ForeignKey("data_versions.data_version_id")
+    )
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class MetricRow(Base):
+    """One point of a metric series; `value` NULL stands for NaN (SQLite cannot store NaN)."""
+
+    __tablename__ = "metrics"
+    __table_args__ = (Index("ix_metrics_run_id_key_step", "run_id", "key", "step"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.run_id"))
+    key: Mapped[str] = mapped_column(String(255))
+    step: Mapped[int] = mapped_column(BigInteger)
+    timestamp: Mapped[float] = mapped_column(Double)
+    value: Mapped[float | None] = mapped_column(Double)
+
+
+class ModelVersionRow(Base):
+    __tablename__ = "model_versions"
+
+    model_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    version: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.run_id"))
+    stage: Mapped[str] = mapped_column(String(16))
+    artifact_uri: Mapped[str] = mapped_column(Text)
+    metrics: Mapped[dict[str, Any]]
+    data_version_id: Mapped[str | None] = mapped_column(String(128))
+    git_commit: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

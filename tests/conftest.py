@@ -1,0 +1,90 @@
+"""Shared fixtures: an isolated TRAINFORGE_HOME for every test, and stores on every backend.
+
+PostgreSQL tests use the server at `TRAINFORGE_TEST_PG_URL` (a libpq URL whose database is a
+maintenance database, default postgresql://postgres@127.0.0.1:5432/postgres). Each test gets a
+fresh database, dropped afterwards. An unreachable server skips those tests, or fails them when
+`TRAINFORGE_REQUIRE_POSTGRES=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from trainforge.storage import SqlStore
+
+if TYPE_CHECKING:
+    import psycopg
+
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """No test reads or writes the developer's .trainforge/ or database."""
+    home = tmp_path_factory.mktemp("trainforge_home")
+    monkeypatch.setenv("TRAINFORGE_HOME", str(home))
+    monkeypatch.delenv("TRAINFORGE_DB", raising=False)
+    return home
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """The URL of a SQLite file that does not exist yet."""
+    return f"sqlite:///{tmp_path / 'db' / 'trainforge.db'}"
+
+
+def _sqlalchemy_url(libpq_url: str, database: str) -> str:
+    parts = urlsplit(libpq_url)
+    return urlunsplit(("postgresql+psycopg", parts.netloc, f"/{database}", parts.query, ""))
+
+
+def _admin_connection(admin_url: str) -> psycopg.Connection:
+    """An autocommit connection to the maintenance database, or skip/fail saying why."""
+    try:
+        import psycopg
+
+        return psycopg.connect(admin_url, autocommit=True, connect_timeout=5)
+    except Exception as exc:  # any failure (driver, network, auth) means no usable server
+        reason = f"PostgreSQL not reachable at {admin_url}: {exc}; set TRAINFORGE_TEST_PG_URL"
+        if os.environ.get("TRAINFORGE_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A SQLAlchemy URL of a fresh, empty PostgreSQL database, dropped after the test."""
+    admin_url = os.environ.get("TRAINFORGE_TEST_PG_URL", DEFAULT_PG_URL)
+    name = f"tf_test_{uuid.uuid4().hex[:16]}"
+    with _admin_connection(admin_url) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield _sqlalchemy_url(admin_url, name)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """A fresh database URL on each backend."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return request.getfixturevalue(fixture)
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[SqlStore]:
+    """A migrated, empty store on each backend; its connections are closed afterwards."""
+    opened = SqlStore(db_url)
+    try:
+        yield opened
+    finally:
+        opened.close()

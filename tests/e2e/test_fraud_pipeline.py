@@ -1,0 +1,158 @@
+"""The fraud example end to end on a small slice, and each bad input it must reject cleanly."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from trainforge.entities import ModelStage, RunStatus
+from trainforge.errors import RunFailed, SpecError
+from trainforge.features import FeaturePipeline
+from trainforge.models import build_model
+from trainforge.config import ModelSpec
+from trainforge.pipeline import default_artifact_store, run_pipeline
+from trainforge.storage import open_store
+from trainforge.train import load_weights
+
+FAST = ["training.epochs=2"]
+
+
+def only_run(store):
+    [run] = store.list_runs()
+    return run
+
+
+def test_pipeline_trains_gates_and_registers_with_full_lineage(fraud_project):
+    result = run_pipeline(fraud_project / "pipeline.yaml", FAST)
+    store = open_store()
+    run = store.get_run(result.run.run_id)
+    assert run.status is RunStatus.COMPLETED
+    assert run.metrics["test_roc_auc"] > 0.8
+    assert run.params["training"]["epochs"] == 2
+    assert run.tags["gates"] == {"passed": True, "failures": []}
+    assert run.tags["validation"]["passed"] is True
+    assert {"python", "torch", "hostname"} <= set(run.environment)
+    data_version = store.get_data_version(run.data_version_id)
+    assert data_version.num_rows == 24_000 and len(data_version.files) == 6
+
+    [version] = store.list_model_versions("fraud_detector")
+    assert version == result.model_version
+    assert (version.version, version.stage, version.run_id) == ("1", ModelStage.STAGING, run.run_id)
+    assert version.data_version_id == run.data_version_id
+    assert version.metrics["test_roc_auc"] == run.metrics["test_roc_auc"]
+
+    steps = run.metrics["train_steps"]
+    losses = store.get_metric_history(run.run_id, "train_loss")
+    assert [p.step for p in losses] == list(range(1, int(steps) + 1))
+    assert len(store.get_metric_history(run.run_id, "val_roc_auc")) == 2
+
+
+def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
+    result = run_pipeline(fraud_project / "pipeline.yaml", FAST)
+    artifacts = default_artifact_store()
+    run_id = result.run.run_id
+    assert artifacts.list_names(run_id) == [
+        "features/pipeline.json", "model/model.json", "model/weights.safetensors",
+        "validation/report.json",
+    ]
+    features = FeaturePipeline.from_json(artifacts.get_bytes(run_id, "features/pipeline.json").decode())
+    description = json.loads(artifacts.get_bytes(run_id, "model/model.json"))
+    assert description["feature_names"] == features.feature_names
+    model = build_model(ModelSpec(**description["model"]), description["in_features"], 1)
+    weights = fraud_project / "w.safetensors"
+    weights.write_bytes(artifacts.get_bytes(run_id, "model/weights.safetensors"))
+    load_weights(model, weights)
+    from trainforge.evaluate import predict_scores, roc_auc
+
+    frame = pd.concat(pd.read_parquet(p) for p in sorted((fraud_project / "data").glob("*.parquet")))
+    test = frame.sort_values("ts", kind="stable").tail(result.evaluation.rows)
+    scores = predict_scores(model, features.transform(test), "binary")
+    assert roc_auc(test["is_fraud"].to_numpy(), scores) == pytest.approx(
+        result.evaluation.metrics["roc_auc"], abs=1e-9)
+
+
+def test_failed_gate_completes_the_run_but_registers_nothing(fraud_project):
+    result = run_pipeline(fraud_project / "pipeline.yaml",
+                          [*FAST, "evaluation.gates.0.min=0.9999"])
+    assert result.model_version is None
+    run = open_store().get_run(result.run.run_id)
+    assert run.status is RunStatus.COMPLETED
+    assert run.tags["gates"]["passed"] is False
+    assert run.tags["gates"]["failures"][0].startswith("test_roc_auc >= 0.9999: got ")
+    assert open_store().list_model_versions() == []
+
+
+def expect_failed_run(fraud_project, overrides=(), match=""):
+    with pytest.raises(RunFailed) as info:
+        run_pipeline(fraud_project / "pipeline.yaml", [*FAST, *overrides])
+    store = open_store()
+    run = store.get_run(info.value.run_id)
+    assert run.status is RunStatus.FAILED
+    assert match in run.error
+    assert store.list_model_versions() == []
+    return run
+
+
+def test_missing_data_file_fails_the_run_naming_the_source(fraud_project):
+    run = expect_failed_run(fraud_project, ["data.source=nothing/*.parquet"], "DataNotFound")
+    assert "nothing/*.parquet" in run.error
+
+
+def test_empty_data_fails_the_run(fraud_project):
+    for path in (fraud_project / "data").glob("*.parquet"):
+        pd.read_parquet(path).head(0).to_parquet(path)
+    expect_failed_run(fraud_project, match="no rows")
+
+
+def test_missing_column_fails_validation_naming_the_column(fraud_project):
+    for path in (fraud_project / "data").glob("*.parquet"):
+        pd.read_parquet(path).drop(columns=["amount"]).to_parquet(path)
+    run = expect_failed_run(fraud_project, match="DataValidationError")
+    assert "amount" in run.error
+
+
+def test_rows_breaking_the_contract_fail_with_counts_and_row_locations(fraud_project):
+    first = sorted((fraud_project / "data").glob("*.parquet"))[1]
+    frame = pd.read_parquet(first)
+    frame.loc[[3, 7, 11], "amount"] = -5.0
+    frame.to_parquet(first)
+    run = expect_failed_run(fraud_project, match="DataValidationError")
+    assert "amount" in run.error and "3" in run.error
+    assert f"{first.name} row 3" in run.error
+    report = json.loads(default_artifact_store().get_bytes(run.run_id, "validation/report.json"))
+    [violation] = report["violations"]
+    assert (violation["column"], violation["rule"], violation["count"]) == ("amount", "min", 3)
+
+
+def test_contract_on_fail_warn_lets_the_run_finish(fraud_project):
+    first = sorted((fraud_project / "data").glob("*.parquet"))[0]
+    frame = pd.read_parquet(first)
+    frame.loc[[0], "hour"] = 30
+    frame.to_parquet(first)
+    with pytest.warns(UserWarning, match="hour"):
+        result = run_pipeline(fraud_project / "pipeline.yaml", [*FAST, "data.on_fail=warn"])
+    assert result.run.tags["validation"] == {"passed": False, "violations": 1}
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("name: fraud\ndata: [unclosed\n", "malformed YAML"),
+    (None, "training.epocs: unknown key; did you mean 'epochs'?"),
+    (None, "training.optimizer.lr: expected a number > 0, got the text 'fast'"),
+])
+def test_spec_errors_create_no_run(fraud_project, text, expected):
+    spec = fraud_project / "pipeline.yaml"
+    original = spec.read_text()
+    if text is not None:
+        spec.write_text(text)
+    elif "epocs" in expected:
+        spec.write_text(original.replace("  epochs: 4", "  epocs: 4"))
+    else:
+        spec.write_text(original.replace("lr: 0.002", "lr: fast"))
+    with pytest.raises(SpecError, match=expected):
+        run_pipeline(spec)
+    assert open_store().list_runs() == []
+
+
+def test_gate_on_an_unknown_metric_is_a_spec_error(fraud_project):
+    with pytest.raises(SpecError, match=r"evaluation.gates.0.metric: .* did you mean 'test_roc_auc'"):
+        run_pipeline(fraud_project / "pipeline.yaml", ["evaluation.gates.0.metric=test_rocauc"])

@@ -1,0 +1,104 @@
+"""Schema migrations: applied once on first use, equal to tables.py, safe to open concurrently."""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from trainforge.storage import SqlStore, db
+from trainforge.storage.tables import Base
+
+TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions"}
+
+
+def _revision_and_tables(url: str) -> tuple[str | None, set[str]]:
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as connection:
+            tables = set(inspect(connection).get_table_names()) - {"alembic_version"}
+            return db.current_revision(connection), tables
+    finally:
+        engine.dispose()
+
+
+def test_a_fresh_database_is_migrated_to_head(db_url: str) -> None:
+    assert _revision_and_tables(db_url) == (None, set())
+    SqlStore(db_url).close()
+    assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
+
+
+def test_migrated_schema_equals_the_data_model(db_url: str) -> None:
+    SqlStore(db_url).close()
+    engine = db.make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            assert compare_metadata(context, Base.metadata) == []
+    finally:
+        engine.dispose()
+
+
+def test_reopening_a_migrated_database_does_not_migrate_again(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upgrades: list[Any] = []
+    real_upgrade = db.upgrade
+
+    def counting_upgrade(connection: Any) -> None:
+        upgrades.append(connection)
+        real_upgrade(connection)
+
+    monkeypatch.setattr(db, "upgrade", counting_upgrade)
+    SqlStore(sqlite_url).close()
+    SqlStore(sqlite_url).close()
+    assert len(upgrades) == 1
+
+
+def test_downgrade_to_base_removes_every_table(sqlite_url: str) -> None:
+    SqlStore(sqlite_url).close()
+    engine = db.make_engine(sqlite_url)
+    try:
+        with engine.begin() as connection:
+            command.downgrade(db.alembic_config(connection), "base")
+    finally:
+        engine.dispose()
+    assert _revision_and_tables(sqlite_url) == (None, set())
+
+
+def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:
+    def open_and_write(_: int) -> str:
+        store = SqlStore(db_url)
+        try:
+            return store.get_or_create_experiment("shared").experiment_id
+        finally:
+            store.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        assert len(set(pool.map(open_and_write, range(4)))) == 1
+
+
+def _open_in_process(url: str, barrier: Any) -> None:
+    barrier.wait()
+    store = SqlStore(url)
+    store.get_or_create_experiment("shared")
+    store.close()
+
+
+def test_processes_opening_a_fresh_sqlite_database_together_all_succeed(sqlite_url: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(4)
+    workers = [context.Process(target=_open_in_process, args=(sqlite_url, barrier))
+               for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    assert _revision_and_tables(sqlite_url) == (db.head_revision(), TABLES)

@@ -1,0 +1,41 @@
+"""validate_frame: the stage raises or warns as `on_fail` says."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+from trainforge.errors import DataValidationError
+from trainforge.validate import ColumnRule, ContractWarning, SchemaContract, validate_frame
+
+CONTRACT = SchemaContract(columns={"hour": ColumnRule(type="int", min=0, max=23)})
+BAD = pd.DataFrame({"hour": [1, 99]})
+
+
+def test_error_raises_with_source_summary_and_report() -> None:
+    with pytest.raises(DataValidationError) as caught:
+        validate_frame(BAD, CONTRACT, "error", source="data/tx.parquet")
+
+    message = str(caught.value)
+    assert message.startswith("data/tx.parquet: rows break the schema contract")
+    assert "hour: max: 1 row, expected <= 23 (first: row 1)" in message
+    assert caught.value.report.violations[0].count == 1
+
+
+def test_warn_emits_a_contract_warning_and_returns_the_report() -> None:
+    with pytest.warns(ContractWarning, match="hour: max: 1 row") as record:
+        report = validate_frame(BAD, CONTRACT, "warn", locate=lambda i: f"f.csv row {i}")
+
+    assert issubclass(ContractWarning, UserWarning)
+    assert str(record[0].message).startswith("data: rows break the schema contract")
+    assert report.violations[0].first_rows == ("f.csv row 1",)
+
+
+def test_a_passing_frame_neither_raises_nor_warns() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = validate_frame(pd.DataFrame({"hour": [0, 23]}), CONTRACT, "error")
+
+    assert report.passed
