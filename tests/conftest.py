@@ -22,6 +22,8 @@ from trainforge.storage import SqlStore
 if TYPE_CHECKING:
     import psycopg
 
+pytest_plugins = ["fraud_fixtures"]
+
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

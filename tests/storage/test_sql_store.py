@@ -313,3 +313,16 @@ def test_unusable_url_is_refused_naming_what_is_expected(url: str) -> None:
     with pytest.raises(StoreError, match="expected sqlite:///") as raised:
         SqlStore(url)
     assert "secret" not in str(raised.value)
+
+
+def test_non_finite_summary_and_model_metrics_round_trip_as_nan(store: SqlStore) -> None:
+    experiment = store.get_or_create_experiment("nan")
+    run = store.create_run(experiment.experiment_id, {}, {}, "file:///a")
+    store.set_summary_metrics(run.run_id, {"test_roc_auc": float("nan"), "loss": float("inf"),
+                                           "ok": 0.5})
+    metrics = store.get_run(run.run_id).metrics
+    assert math.isnan(metrics["test_roc_auc"]) and math.isnan(metrics["loss"])
+    assert metrics["ok"] == 0.5
+    version = store.create_model_version("m", run.run_id, "file:///a/model", ModelStage.STAGING,
+                                         {"test_roc_auc": float("nan")})
+    assert math.isnan(store.get_model_version("m", version.version).metrics["test_roc_auc"])

@@ -10,7 +10,14 @@ from typing import Annotated, Optional
 import typer
 
 from trainforge.cli import _render
-from trainforge.cli._views import model_row, pipeline_summary, run_fields, run_row, version_fields
+from trainforge.cli._views import (
+    model_row,
+    pipeline_summary,
+    run_fields,
+    run_row,
+    short_metrics,
+    version_fields,
+)
 from trainforge.errors import NotFound, RunFailed, SpecError, TrainforgeError
 from trainforge.orchestration import StepEvent
 from trainforge.pipeline import load_checked_spec, run_pipeline
@@ -103,6 +110,10 @@ def validate(spec: str, overrides: Overrides = None, as_json: JsonFlag = False) 
         typer.echo(f"{spec}: valid")
 
 
+def _table_row(row: dict[str, object], columns: list[str]) -> list[object]:
+    return [short_metrics(row[c]) if c == "metrics" else row[c] for c in columns]  # type: ignore[arg-type]
+
+
 @runs_app.command("list")
 def runs_list(
     experiment: Annotated[Optional[str], typer.Option(help="Only this experiment.")] = None,
@@ -124,7 +135,7 @@ def runs_list(
         _render.emit_json(rows)
         return
     columns = ["run_id", "experiment", "status", "started", "seconds", "metrics"]
-    _render.emit_table("Runs", columns, [[row[c] for c in columns] for row in rows])
+    _render.emit_table("Runs", columns, [_table_row(row, columns) for row in rows])
 
 
 @runs_app.command("show")
@@ -150,7 +161,7 @@ def models_list(as_json: JsonFlag = False) -> None:
         _render.emit_json(rows)
         return
     columns = ["model", "version", "stage", "run_id", "created", "metrics"]
-    _render.emit_table("Model versions", columns, [[row[c] for c in columns] for row in rows])
+    _render.emit_table("Model versions", columns, [_table_row(row, columns) for row in rows])
 
 
 @models_app.command("show")

@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.entities import ModelVersion, Run
+from trainforge.pipeline import PipelineResult
 
 
-def _short_metrics(metrics: dict[str, float], prefix: str = "test_") -> str:
-    picked = {k.removeprefix(prefix): v for k, v in sorted(metrics.items()) if k.startswith(prefix)}
-    return " ".join(f"{k}={v:.4g}" for k, v in list(picked.items())[:4])
+HEADLINE_METRICS = ("roc_auc", "accuracy", "f1", "macro_f1", "r2", "mse", "mae")
+
+
+def short_metrics(metrics: dict[str, float], prefix: str = "test_") -> str:
+    """The headline test metrics of a run or model version, for one table cell."""
+    picked = [(name, metrics[prefix + name]) for name in HEADLINE_METRICS if prefix + name in metrics]
+    return " ".join(f"{name}={value:.4g}" for name, value in picked[:3])
 
 
 def run_row(run: Run, experiment_names: dict[str, str]) -> dict[str, Any]:
@@ -19,7 +24,7 @@ def run_row(run: Run, experiment_names: dict[str, str]) -> dict[str, Any]:
         "status": run.status.value,
         "started": run.started_at.isoformat(timespec="seconds"),
         "seconds": round(run.duration_s, 1) if run.duration_s is not None else None,
-        "metrics": _short_metrics(run.metrics),
+        "metrics": run.metrics,
         "model_version": run.tags.get("model_version"),
         "error": run.error,
     }
@@ -51,7 +56,7 @@ def model_row(version: ModelVersion) -> dict[str, Any]:
         "stage": version.stage.value,
         "run_id": version.run_id,
         "created": version.created_at.isoformat(timespec="seconds"),
-        "metrics": _short_metrics(version.metrics),
+        "metrics": version.metrics,
     }
 
 
@@ -69,14 +74,14 @@ def version_fields(version: ModelVersion) -> list[tuple[str, Any]]:
     ]
 
 
-def pipeline_summary(result: Any) -> dict[str, Any]:
-    """The closing summary of `trainforge run`: run, headline metric, model version, stage."""
+def pipeline_summary(result: PipelineResult) -> dict[str, Any]:
+    """The closing summary of `trainforge run`: run, test metrics, model version, stage."""
     version = result.model_version
     return {
         "run_id": result.run.run_id,
         "status": result.run.status.value,
-        "test_metrics": result.evaluation.prefixed(),
-        "gates": "passed" if result.gate.passed else "; ".join(result.gate.failures),
+        **result.evaluation.prefixed(),
+        "gates": "passed" if result.gate.passed else "failed: " + "; ".join(result.gate.failures),
         "model_version": f"{version.model_name}/{version.version}" if version else None,
         "stage": version.stage.value if version else "not registered",
         "data_version": result.run.data_version_id,

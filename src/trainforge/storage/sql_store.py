@@ -200,7 +200,7 @@ class SqlStore:
         """Merge `metrics` into the run's summary metrics; a key given again is overwritten."""
         with self._write() as session:
             row = _get(session, RunRow, run_id, "run", lock=True)
-            row.metrics = {**row.metrics, **{k: float(v) for k, v in metrics.items()}}
+            row.metrics = {**row.metrics, **_metrics_json(metrics)}
 
     def end_run(
         self, run_id: str, status: RunStatus, error: str | None = None,
@@ -282,7 +282,7 @@ class SqlStore:
         for _ in range(_VERSION_ATTEMPTS):
             row = ModelVersionRow(
                 model_name=model_name, run_id=run_id, stage=ModelStage(stage).value,
-                artifact_uri=artifact_uri, metrics={k: float(v) for k, v in metrics.items()},
+                artifact_uri=artifact_uri, metrics=_metrics_json(metrics),
                 data_version_id=data_version_id, git_commit=git_commit, created_at=utcnow(),
             )
             try:
@@ -348,6 +348,15 @@ def _experiment(row: ExperimentRow) -> Experiment:
                       description=row.description, owner=row.owner)
 
 
+def _metrics_json(metrics: dict[str, float]) -> dict[str, float | None]:
+    """JSON has no NaN or infinity (PostgreSQL's JSONB refuses them): store those as null."""
+    return {k: float(v) if math.isfinite(v) else None for k, v in metrics.items()}
+
+
+def _metrics_from_json(stored: dict[str, float | None]) -> dict[str, float]:
+    return {k: float("nan") if v is None else float(v) for k, v in stored.items()}
+
+
 def _pipeline(row: PipelineRow) -> Pipeline:
     return Pipeline(pipeline_id=row.pipeline_id, name=row.name, dag_config=dict(row.dag_config),
                     schedule=row.schedule, created_by=row.created_by)
@@ -356,7 +365,7 @@ def _pipeline(row: PipelineRow) -> Pipeline:
 def _run(row: RunRow) -> Run:
     return Run(
         run_id=row.run_id, experiment_id=row.experiment_id, status=RunStatus(row.status),
-        params=dict(row.params), metrics=dict(row.metrics), tags=dict(row.tags),
+        params=dict(row.params), metrics=_metrics_from_json(row.metrics), tags=dict(row.tags),
         environment=dict(row.environment), artifact_uri=row.artifact_uri,
         started_at=as_utc(row.started_at),
         ended_at=None if row.ended_at is None else as_utc(row.ended_at),
@@ -375,6 +384,6 @@ def _model_version(row: ModelVersionRow) -> ModelVersion:
     return ModelVersion(
         model_name=row.model_name, version=row.version, run_id=row.run_id,
         stage=ModelStage(row.stage), artifact_uri=row.artifact_uri,
-        created_at=as_utc(row.created_at), metrics=dict(row.metrics),
+        created_at=as_utc(row.created_at), metrics=_metrics_from_json(row.metrics),
         data_version_id=row.data_version_id, git_commit=row.git_commit,
     )

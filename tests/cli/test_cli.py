@@ -1,0 +1,93 @@
+"""The console script as a user runs it: real processes, stdout piped (so plain text)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, cwd=cwd,
+                          env=os.environ.copy(), timeout=300)
+
+
+def test_validate_accepts_the_example_spec(fraud_project):
+    result = cli("validate", str(fraud_project / "pipeline.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("pipeline.yaml: valid")
+
+
+def test_validate_names_the_field_path_of_a_typo_and_exits_non_zero(fraud_project):
+    spec = fraud_project / "pipeline.yaml"
+    spec.write_text(spec.read_text().replace("  batch_size: 512", "  batch_sise: 512"))
+    result = cli("validate", str(spec))
+    assert result.returncode == 2
+    assert f"{spec}: training.batch_sise: unknown key; did you mean 'batch_size'?" in result.stderr
+
+
+def test_validate_json_lists_problems(fraud_project):
+    result = cli("validate", str(fraud_project / "pipeline.yaml"), "training.epochs=zero", "--json")
+    assert result.returncode == 2
+    [problem] = json.loads(result.stdout)["problems"]
+    assert "training.epochs: expected an integer > 0, got the text 'zero'" in problem
+
+
+def test_run_then_list_and_show_runs_and_models(fraud_project):
+    result = cli("run", str(fraud_project / "pipeline.yaml"), "training.epochs=1")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^  model_version +fraud_detector/1$", result.stdout, re.M)
+    assert re.search(r"^  stage +staging$", result.stdout, re.M)
+    assert re.search(r"^  test_roc_auc +0\.\d+$", result.stdout, re.M)
+    assert "trainforge models list" in result.stdout
+
+    runs = json.loads(cli("runs", "list", "--json").stdout)
+    assert [(r["experiment"], r["status"], r["model_version"]) for r in runs] == [
+        ("fraud", "completed", "fraud_detector/1")]
+    run_id = runs[0]["run_id"]
+    assert runs[0]["metrics"]["test_roc_auc"] > 0.7
+
+    listing = cli("runs", "list").stdout.splitlines()
+    assert listing[0].split() == ["run_id", "experiment", "status", "started", "seconds", "metrics"]
+    assert listing[1].startswith(run_id) and "roc_auc=" in listing[1]
+    assert "─" not in "".join(listing)  # plain text when piped, no box drawing
+
+    shown = json.loads(cli("runs", "show", run_id, "--json").stdout)
+    assert shown["params"]["training"]["epochs"] == 1 and shown["data_version"]
+
+    models = json.loads(cli("models", "list", "--json").stdout)
+    assert [(m["model"], m["version"], m["stage"], m["run_id"]) for m in models] == [
+        ("fraud_detector", "1", "staging", run_id)]
+    detail = cli("models", "show", "fraud_detector")
+    assert detail.returncode == 0 and re.search(rf"^  run_id +{run_id}$", detail.stdout, re.M)
+
+
+def test_failed_run_exits_1_naming_the_run_and_cause(fraud_project):
+    result = cli("run", str(fraud_project / "pipeline.yaml"), "data.source=missing/*.parquet")
+    assert result.returncode == 1
+    assert "failed" in result.stderr and "missing/*.parquet" in result.stderr
+    [run] = json.loads(cli("runs", "list", "--json").stdout)
+    assert run["status"] == "failed" and "DataNotFound" in run["error"]
+
+
+def test_gate_failure_exits_3(fraud_project):
+    result = cli("run", str(fraud_project / "pipeline.yaml"), "training.epochs=1",
+                 "evaluation.gates.0.min=0.99999", "--json")
+    assert result.returncode == 3
+    summary = json.loads(result.stdout)
+    assert summary["stage"] == "not registered" and summary["gates"].startswith("failed: test_roc_auc")
+
+
+@pytest.mark.parametrize("args,message", [
+    (("runs", "show", "nope"), "run 'nope' not found"),
+    (("models", "show", "nope"), "model 'nope' not found"),
+    (("runs", "list", "--experiment", "nope"), "experiment 'nope' not found"),
+])
+def test_unknown_names_are_reported(args, message):
+    result = cli(*args)
+    assert result.returncode == 1 and message in result.stderr
