@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test setup setup-dev clean
+.PHONY: demo test setup setup-dev bench-peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ demo: setup
 
 test: setup-dev
 	$(PY) -m pytest
+
+# Peer tools (Lightning, MLflow) for the benchmarks' comparisons, in a venv of their own so they
+# never leak into the test environment. Benchmarks: .venv-peers/bin/python benchmarks/<name>.py
+bench-peers: $(VENV)/.torch
+	test -x .venv-peers/bin/python || $(PYTHON) -m venv .venv-peers
+	.venv-peers/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0 -e ".[dev]" lightning mlflow
 
 clean:
 	rm -rf .trainforge examples/fraud/data

@@ -40,8 +40,9 @@ def test_valid_spec_loads_with_paths_relative_to_the_spec_file(tmp_path):
 
 
 def test_overrides_set_nested_fields_parsed_as_yaml(tmp_path):
-    spec = load_spec(write(tmp_path, VALID), ["training.optimizer.lr=1e-3", "training.epochs=7",
-                                              "model.hidden=[8, 4]", "features.transforms.0.columns=[b]"])
+    overrides = ["training.optimizer.lr=1e-3", "training.epochs=7", "model.hidden=[8, 4]",
+                 "features.transforms.0.columns=[b]"]
+    spec = load_spec(write(tmp_path, VALID), overrides)
     assert spec.training.optimizer.lr == 1e-3
     assert spec.training.epochs == 7
     assert spec.model.hidden == [8, 4]
@@ -50,7 +51,9 @@ def test_overrides_set_nested_fields_parsed_as_yaml(tmp_path):
 
 def test_wrong_type_names_file_field_and_expectation(tmp_path):
     path = write(tmp_path, VALID.replace("lr: 0.01", "lr: fast"))
-    assert problems(path) == [f"{path}: training.optimizer.lr: expected a number > 0, got the text 'fast'"]
+    assert problems(path) == [
+        f"{path}: training.optimizer.lr: expected a number > 0, got the text 'fast'"
+    ]
 
 
 def test_unknown_key_suggests_the_closest_known_key(tmp_path):

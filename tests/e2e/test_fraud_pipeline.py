@@ -156,3 +156,17 @@ def test_spec_errors_create_no_run(fraud_project, text, expected):
 def test_gate_on_an_unknown_metric_is_a_spec_error(fraud_project):
     with pytest.raises(SpecError, match=r"evaluation.gates.0.metric: .* did you mean 'test_roc_auc'"):
         run_pipeline(fraud_project / "pipeline.yaml", ["evaluation.gates.0.metric=test_rocauc"])
+
+
+def test_same_spec_and_data_reproduce_the_same_run_bit_for_bit(fraud_project):
+    first = run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1"])
+    second = run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1"])
+    store = open_store()
+    losses = [[p.value.hex() for p in store.get_metric_history(r.run.run_id, "train_loss")]
+              for r in (first, second)]
+    assert losses[0] == losses[1]
+    assert first.evaluation.metrics == second.evaluation.metrics
+    assert first.run.data_version_id == second.run.data_version_id
+    artifacts = default_artifact_store()
+    assert (artifacts.get_bytes(first.run.run_id, "model/weights.safetensors")
+            == artifacts.get_bytes(second.run.run_id, "model/weights.safetensors"))

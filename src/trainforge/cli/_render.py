@@ -38,7 +38,8 @@ def emit_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     lines = [columns, *cells]
     for line in lines:
-        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n")
+        padded = (value.ljust(width) for value, width in zip(line, widths, strict=True))
+        sys.stdout.write("  ".join(padded).rstrip() + "\n")
 
 
 def emit_fields(title: str, fields: Sequence[tuple[str, Any]]) -> None:

@@ -24,7 +24,9 @@ class EvalReport:
 
 
 @torch.no_grad()
-def predict_scores(model: nn.Module, features: np.ndarray, task: str, batch_size: int = 8192) -> np.ndarray:
+def predict_scores(
+    model: nn.Module, features: np.ndarray, task: str, batch_size: int = 8192
+) -> np.ndarray:
     """Probabilities (binary, multiclass) or predictions (regression), in eval mode."""
     model.eval()
     device = next(model.parameters()).device

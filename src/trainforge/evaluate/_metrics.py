@@ -38,7 +38,9 @@ def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
     return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
 
 
-def binary_metrics(y_true: np.ndarray, scores: np.ndarray, threshold: float = 0.5) -> dict[str, float]:
+def binary_metrics(
+    y_true: np.ndarray, scores: np.ndarray, threshold: float = 0.5
+) -> dict[str, float]:
     y_true = np.asarray(y_true).astype(bool)
     predicted = np.asarray(scores) >= threshold
     tp = float(np.sum(predicted & y_true))

@@ -47,7 +47,9 @@ def target_values(frame: pd.DataFrame, target: str, task: str, split: str) -> np
     return values
 
 
-def encode_classes(train: np.ndarray, others: list[np.ndarray]) -> tuple[tuple[object, ...], list[np.ndarray]]:
+def encode_classes(
+    train: np.ndarray, others: list[np.ndarray]
+) -> tuple[tuple[object, ...], list[np.ndarray]]:
     """Map class labels to ids 0..K-1 by the sorted labels of the training split."""
     classes = tuple(np.unique(train).tolist())
     index = {label: i for i, label in enumerate(classes)}

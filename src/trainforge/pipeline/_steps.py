@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from trainforge.config import DataSpec, EvaluationSpec, FeaturesSpec, PipelineSpec, RegistrySpec
@@ -91,6 +92,7 @@ def features(
 
 def train(spec: PipelineSpec, dataset: Dataset, run: RunHandle) -> dict[str, Any]:
     out_features = output_size(spec.model.task, len(dataset.classes))
+    torch.manual_seed(spec.training.seed)  # the initial weights are part of what the seed fixes
     model = build_model(spec.model, dataset.num_features, out_features)
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
                       spec.evaluation)
