@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test setup setup-dev bench-peers clean
+.PHONY: demo demo-digits test setup setup-dev bench-peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ demo: setup
 	$(PY) examples/fraud/generate.py --out examples/fraud/data
 	$(VENV)/bin/trainforge run examples/fraud/pipeline.yaml
 
+# The digits example: a CNN on scikit-learn's bundled 8x8 images (bf16-mixed, cosine, early stop).
+demo-digits: setup
+	$(PY) -c "import sklearn" 2>/dev/null || $(PIP) install "scikit-learn>=1.3"
+	$(PY) examples/digits/prepare.py
+	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
+
 test: setup-dev
 	$(PY) -m pytest
 
@@ -39,4 +45,4 @@ bench-peers: $(VENV)/.torch
 	.venv-peers/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0 -e ".[dev]" lightning mlflow
 
 clean:
-	rm -rf .trainforge examples/fraud/data
+	rm -rf .trainforge examples/fraud/data examples/digits/data

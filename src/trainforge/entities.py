@@ -12,9 +12,14 @@ from typing import Any
 
 
 class RunStatus(str, enum.Enum):
+    """`crashed`: the process died without ending the run (its heartbeat went stale);
+    `preempted`: the run was stopped from outside and may be resumed from a checkpoint."""
+
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+    CRASHED = "crashed"
+    PREEMPTED = "preempted"
 
     @property
     def is_terminal(self) -> bool:
@@ -54,6 +59,9 @@ class Run:
     data_version_id: str | None
     error: str | None
     pipeline_id: str | None = None
+    parent_run_id: str | None = None
+    heartbeat_at: datetime | None = None
+    device_hours: float = 0.0
 
     @property
     def duration_s(self) -> float | None:

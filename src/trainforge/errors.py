@@ -7,8 +7,11 @@
     │   └── DataValidationError     rows break the schema contract (carries the report)
     ├── StoreError                  the tracking database cannot do what was asked
     │   ├── NotFound                a run, experiment or model version does not exist
-    │   └── Conflict                a write collides with existing state
+    │   ├── Conflict                a write collides with existing state
+    │   └── StoreUnavailable        the database cannot be reached now (retry, or spill and replay)
+    ├── QueryError                  a run filter or sort key is malformed (names the position)
     ├── ArtifactError               an artifact name or file is unusable
+    ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
     └── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
 
@@ -64,8 +67,26 @@ class Conflict(StoreError):
     """A write collides with existing state."""
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot be reached now (connection refused or lost, lock wait timed out)."""
+
+
+class QueryError(TrainforgeError):
+    """A run filter or sort key is malformed; the message names the position and what was
+    expected there, and `position` holds it (0-based, into `text`)."""
+
+    def __init__(self, text: str, position: int, message: str) -> None:
+        self.text = text
+        self.position = position
+        super().__init__(f"{text!r} at position {position}: {message}")
+
+
 class ArtifactError(TrainforgeError):
     """An artifact name or file is unusable."""
+
+
+class CheckpointError(TrainforgeError):
+    """A checkpoint cannot be saved, verified or loaded; the message names its location."""
 
 
 class TrainingError(TrainforgeError):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +15,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+from trainforge.entities import MetricPoint, ModelStage, RunStatus
 from trainforge.storage import SqlStore, db
 from trainforge.storage.tables import Base
 
-TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions"}
+TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
+          "run_metrics", "metric_batches"}
+# A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
+# one experiment, data version, run with summary metrics, six metric points and a model version).
+SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
 
 
 def _revision_and_tables(url: str) -> tuple[str | None, set[str]]:
@@ -102,3 +110,43 @@ def test_processes_opening_a_fresh_sqlite_database_together_all_succeed(sqlite_u
         worker.join(timeout=120)
     assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
     assert _revision_and_tables(sqlite_url) == (db.head_revision(), TABLES)
+
+
+def test_a_database_saved_at_0001_upgrades_keeping_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(SAVED_0001, path)
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        run = store.get_run("r1")
+        assert (run.status, run.params, run.tags) == (
+            RunStatus.COMPLETED, {"training": {"optimizer": {"lr": 0.001}}}, {"team": "risk"})
+        # summary metrics (NaN stored as null) win over the last logged point of each series
+        assert run.metrics["test_auc"] == 0.93 and run.metrics["bad"] != run.metrics["bad"]
+        assert (run.metrics["loss"], run.metrics["val_auc"]) == (0.2, 0.9)
+        assert (run.git_commit, run.data_version_id, run.device_hours) == ("abc", "d1", 0.0)
+        assert [p.step for p in store.get_metric_history("r1", "loss")] == [0, 1, 2, 3, 4]
+        assert store.get_model_version("fraud_detector", "1").metrics == {"test_auc": 0.93}
+        [found] = store.search_runs(filter="metrics.test_auc > 0.9 and params.training.optimizer.lr"
+                                           " <= 0.001")
+        assert found.run_id == "r1"
+        store.log_metrics("r1", [MetricPoint("loss", 0.1, 5, 0.0)])
+        assert store.get_run("r1").metrics["loss"] == 0.1
+        store.create_model_version("fraud_detector", "r1", "u", ModelStage.NONE, {})
+    finally:
+        store.close()
+    assert _revision_and_tables(f"sqlite:///{path}") == (db.head_revision(), TABLES)
+
+
+def test_downgrade_to_0001_puts_summary_metrics_back(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(SAVED_0001, path)
+    SqlStore(f"sqlite:///{path}").close()
+    engine = db.make_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as connection:
+            command.downgrade(db.alembic_config(connection), "0001")
+        with engine.connect() as connection:
+            [metrics] = connection.exec_driver_sql("SELECT metrics FROM runs").one()
+    finally:
+        engine.dispose()
+    assert json.loads(metrics) == {"bad": None, "test_auc": 0.93}

@@ -169,19 +169,28 @@ def test_ten_thousand_points_round_trip_exactly_in_order(store: SqlStore) -> Non
     assert store.get_metric_history(run.run_id, "loss") == points
 
 
-def test_log_metrics_is_one_statement(store: SqlStore) -> None:
+def test_log_metrics_takes_a_constant_number_of_statements(store: SqlStore) -> None:
+    """One bulk statement for the points (COPY on PostgreSQL, which bypasses SQLAlchemy's
+    events; one executemany INSERT on SQLite), plus a run check and the latest-value upsert."""
     run = _run(store)
-    statements: list[str] = []
+    statements: list[tuple[str, bool]] = []
 
-    def listener(conn: Any, clause: Any, *args: Any) -> None:
-        statements.append(str(clause))
+    def listener(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any,
+                 executemany: bool) -> None:
+        statements.append((statement, executemany))
 
-    event.listen(store._engine, "before_execute", listener)
+    event.listen(store._engine, "before_cursor_execute", listener)
     try:
-        store.log_metrics(run.run_id, [MetricPoint("x", float(i), i, 0.0) for i in range(500)])
+        for count in (500, 5000):
+            statements.clear()
+            store.log_metrics(run.run_id, [MetricPoint("x", float(i), i, 0.0)
+                                           for i in range(count)], batch_id=str(count))
+            assert len(statements) <= 5
     finally:
-        event.remove(store._engine, "before_execute", listener)
-    assert sum(s.startswith("INSERT INTO metrics") for s in statements) == 1
+        event.remove(store._engine, "before_cursor_execute", listener)
+    inserts = [many for sql, many in statements if sql.startswith("INSERT INTO metrics ")]
+    assert inserts == ([True] if store._dialect == "sqlite" else [])
+    assert len(store.get_metric_history(run.run_id, "x")) == 5500
 
 
 def test_history_orders_by_step_then_timestamp_per_key(store: SqlStore) -> None:
@@ -315,13 +324,13 @@ def test_unusable_url_is_refused_naming_what_is_expected(url: str) -> None:
     assert "secret" not in str(raised.value)
 
 
-def test_non_finite_summary_and_model_metrics_round_trip_as_nan(store: SqlStore) -> None:
+def test_non_finite_summary_metrics_round_trip_and_model_metrics_as_nan(store: SqlStore) -> None:
     experiment = store.get_or_create_experiment("nan")
     run = store.create_run(experiment.experiment_id, {}, {}, "file:///a")
     store.set_summary_metrics(run.run_id, {"test_roc_auc": float("nan"), "loss": float("inf"),
                                            "ok": 0.5})
     metrics = store.get_run(run.run_id).metrics
-    assert math.isnan(metrics["test_roc_auc"]) and math.isnan(metrics["loss"])
+    assert math.isnan(metrics["test_roc_auc"]) and metrics["loss"] == math.inf
     assert metrics["ok"] == 0.5
     version = store.create_model_version("m", run.run_id, "file:///a/model", ModelStage.STAGING,
                                          {"test_roc_auc": float("nan")})

@@ -9,18 +9,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from trainforge.cli import _render
+from trainforge.cli import _render, _runs
 from trainforge.cli._views import (
     model_row,
     pipeline_summary,
     run_fields,
-    run_row,
     short_metrics,
     version_fields,
 )
 from trainforge.errors import NotFound, RunFailed, SpecError, TrainforgeError
 from trainforge.orchestration import StepEvent
-from trainforge.pipeline import load_checked_spec, run_pipeline
+from trainforge.pipeline import Launch, launch_pipeline, load_checked_spec, run_pipeline
 from trainforge.storage import open_store
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -31,6 +30,11 @@ app.add_typer(models_app, name="models")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
+NprocPerNode = Annotated[Optional[int], typer.Option(
+    min=1, help="Worker processes per node, started by torchrun (training.strategy ddp or fsdp).")]
+Nnodes = Annotated[int, typer.Option(min=1, help="Nodes; run this command on each of them.")]
+RdzvEndpoint = Annotated[Optional[str], typer.Option(help="HOST:PORT rendezvous of all nodes.")]
+MaxRestarts = Annotated[int, typer.Option(min=0, help="Restarts of the workers after a failure.")]
 
 
 def main() -> None:
@@ -69,12 +73,27 @@ def _print_step(event: StepEvent) -> None:
 
 
 @app.command()
-def run(spec: str, overrides: Overrides = None, as_json: JsonFlag = False) -> None:
-    """Run the pipeline SPEC declares, as one tracked run."""
+def run(
+    spec: str,
+    overrides: Overrides = None,
+    as_json: JsonFlag = False,
+    nproc_per_node: NprocPerNode = None,
+    nnodes: Nnodes = 1,
+    rdzv_endpoint: RdzvEndpoint = None,
+    max_restarts: MaxRestarts = 0,
+) -> None:
+    """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
+    --nproc-per-node)."""
+    if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or max_restarts):
+        _fail("--nnodes, --rdzv-endpoint and --max-restarts need --nproc-per-node", 2)
     if not as_json:
         _setup_logging()
     try:
-        result = run_pipeline(spec, overrides or [], listener=None if as_json else _print_step)
+        if nproc_per_node is None:
+            result = run_pipeline(spec, overrides or [], listener=None if as_json else _print_step)
+        else:
+            launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts)
+            result = launch_pipeline(spec, overrides or [], launch)
     except SpecError as exc:
         _fail(str(exc), 2)
     except RunFailed as exc:
@@ -114,28 +133,11 @@ def _table_row(row: dict[str, object], columns: list[str]) -> list[object]:
     return [short_metrics(row[c]) if c == "metrics" else row[c] for c in columns]  # type: ignore[arg-type]
 
 
-@runs_app.command("list")
-def runs_list(
-    experiment: Annotated[Optional[str], typer.Option(help="Only this experiment.")] = None,
-    limit: Annotated[int, typer.Option(min=1)] = 50,
-    as_json: JsonFlag = False,
-) -> None:
-    """Recent runs, newest first."""
-    store = open_store()
-    names = {e.experiment_id: e.name for e in store.list_experiments()}
-    experiment_id = None
-    if experiment is not None:
-        ids = [i for i, name in names.items() if name == experiment]
-        if not ids:
-            _fail(f"experiment {experiment!r} not found (have: {', '.join(sorted(names.values()))})", 1)
-        experiment_id = ids[0]
-    runs = store.list_runs(experiment_id=experiment_id, limit=limit)
-    rows = [run_row(r, names) for r in runs]
-    if as_json:
-        _render.emit_json(rows)
-        return
-    columns = ["run_id", "experiment", "status", "started", "seconds", "metrics"]
-    _render.emit_table("Runs", columns, [_table_row(row, columns) for row in rows])
+runs_app.command("list")(_runs.runs_list)
+runs_app.command("compare")(_runs.runs_compare)
+runs_app.command("history")(_runs.runs_history)
+runs_app.command("gc")(_runs.runs_gc)
+runs_app.command("replay")(_runs.runs_replay)
 
 
 @runs_app.command("show")

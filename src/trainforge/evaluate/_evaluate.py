@@ -33,15 +33,21 @@ def predict_scores(
     outputs = []
     for start in range(0, len(features), batch_size):
         batch = torch.from_numpy(features[start : start + batch_size]).to(device)
-        out = model(batch).float()
-        if task == "binary":
-            out = torch.sigmoid(out.squeeze(-1))
-        elif task == "multiclass":
-            out = torch.softmax(out, dim=-1)
-        else:
-            out = out.squeeze(-1)
-        outputs.append(out.cpu().numpy())
+        outputs.append(outputs_to_scores(model(batch), task))
     return np.concatenate(outputs)
+
+
+def outputs_to_scores(outputs: torch.Tensor, task: str) -> np.ndarray:
+    """Raw model outputs (rows, out) as scores: probabilities (binary: of the positive class;
+    multiclass: of each class) or predictions (regression)."""
+    outputs = outputs.detach().float()
+    if task == "binary":
+        outputs = torch.sigmoid(outputs.squeeze(-1))
+    elif task == "multiclass":
+        outputs = torch.softmax(outputs, dim=-1)
+    else:
+        outputs = outputs.squeeze(-1)
+    return outputs.cpu().numpy()
 
 
 def evaluate_model(
@@ -53,7 +59,13 @@ def evaluate_model(
     split: str = "test",
 ) -> EvalReport:
     """Score `model` on (features, targets) with the metrics of its task."""
-    scores = predict_scores(model, features, task)
+    return score_report(predict_scores(model, features, task), targets, task, spec, split)
+
+
+def score_report(
+    scores: np.ndarray, targets: np.ndarray, task: str, spec: EvaluationSpec, split: str
+) -> EvalReport:
+    """The metrics of `task` for scores (from `outputs_to_scores`) against the targets."""
     if task == "binary":
         metrics = binary_metrics(targets, scores, spec.threshold)
     elif task == "multiclass":

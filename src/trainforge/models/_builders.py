@@ -2,6 +2,8 @@
 
 A builder is called as `build(in_features=..., out_features=..., **kwargs)` and returns an
 `nn.Module` mapping a float tensor of shape (batch, in_features) to (batch, out_features).
+Built-ins: `mlp` (takes the spec's `hidden`), `cnn` (`image_shape: [C, H, W]`) and
+`transformer` (`sequence_shape: [T, D]`); all take the spec's `dropout`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from torch import nn
 
 from trainforge.config import ModelSpec
 from trainforge.errors import TrainingError
+from trainforge.models._cnn import build_cnn
+from trainforge.models._transformer import build_transformer
 
 ModelBuilder = Callable[..., nn.Module]
 
@@ -33,7 +37,11 @@ def build_mlp(
     return nn.Sequential(*layers)
 
 
-BUILTIN_MODELS: dict[str, ModelBuilder] = {"mlp": build_mlp}
+BUILTIN_MODELS: dict[str, ModelBuilder] = {
+    "mlp": build_mlp,
+    "cnn": build_cnn,
+    "transformer": build_transformer,
+}
 
 
 def output_size(task: str, num_classes: int) -> int:
@@ -45,8 +53,10 @@ def build_model(spec: ModelSpec, in_features: int, out_features: int) -> nn.Modu
     """Build the model a spec names."""
     builder = resolve_builder(spec.type)
     kwargs = dict(spec.kwargs)
+    if spec.type in BUILTIN_MODELS:
+        kwargs = {"dropout": spec.dropout, **kwargs}
     if spec.type == "mlp":
-        kwargs = {"hidden": list(spec.hidden), "dropout": spec.dropout, **kwargs}
+        kwargs = {"hidden": list(spec.hidden), **kwargs}
     try:
         return builder(in_features=in_features, out_features=out_features, **kwargs)
     except TypeError as exc:

@@ -1,8 +1,10 @@
-"""The standard training pipeline: its DAG, its steps and `run_pipeline`."""
+"""The standard training pipeline: its DAG, its steps, `run_pipeline` and `launch_pipeline`
+(the same run over torchrun workers)."""
 
 from trainforge.pipeline._checks import check_spec, gate_metric_names
 from trainforge.pipeline._dag import build_training_dag
 from trainforge.pipeline._dataset import Dataset
+from trainforge.pipeline._distributed import Launch, launch_pipeline
 from trainforge.pipeline._run import (
     PipelineResult,
     default_artifact_store,
@@ -12,11 +14,13 @@ from trainforge.pipeline._run import (
 
 __all__ = [
     "Dataset",
+    "Launch",
     "PipelineResult",
     "build_training_dag",
     "check_spec",
     "default_artifact_store",
     "gate_metric_names",
+    "launch_pipeline",
     "load_checked_spec",
     "run_pipeline",
 ]

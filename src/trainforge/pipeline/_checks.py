@@ -9,6 +9,7 @@ from trainforge.config import PipelineSpec
 from trainforge.errors import SpecError, TrainingError
 from trainforge.evaluate import METRICS_BY_TASK
 from trainforge.models import resolve_builder
+from trainforge.train import logged_metric_names
 from trainforge.validate import load_contract
 
 
@@ -20,7 +21,8 @@ def gate_metric_names(task: str) -> list[str]:
 
 def check_spec(spec: PipelineSpec, source: str | Path) -> None:
     """Raise SpecError listing every cross-field problem, each naming the field path."""
-    problems = [*_check_target(spec), *_check_gates(spec), *_check_model(spec)]
+    problems = [*_check_target(spec), *_check_gates(spec), *_check_model(spec),
+                *_check_early_stopping(spec)]
     if problems:
         raise SpecError([f"{source}: {problem}" for problem in problems])
     if spec.data.contract:
@@ -50,6 +52,17 @@ def _check_gates(spec: PipelineSpec) -> list[str]:
                 f"got {gate.metric!r}{suggestion}"
             )
     return problems
+
+
+def _check_early_stopping(spec: PipelineSpec) -> list[str]:
+    early = spec.training.early_stopping
+    known = logged_metric_names(spec.model.task)
+    if early is None or early.metric in known:
+        return []
+    hint = difflib.get_close_matches(early.metric, known, n=1)
+    suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+    return [f"training.early_stopping.metric: expected one of {', '.join(known)}, "
+            f"got {early.metric!r}{suggestion}"]
 
 
 def _check_model(spec: PipelineSpec) -> list[str]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainforge.config import PipelineSpec, load_spec
 from trainforge.entities import ModelVersion, Pipeline, Run
@@ -17,6 +19,8 @@ from trainforge.registry import GateResult
 from trainforge.storage import open_store, trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking import RunHandle, TrackingStore, start_run
+
+Execute = Callable[[RunHandle], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,15 @@ def run_pipeline(
     store: TrackingStore | None = None,
     artifacts: ArtifactStore | None = None,
     listener: StepListener | None = None,
+    execute: Execute | None = None,
 ) -> PipelineResult:
     """Run the pipeline a spec file declares, as one tracked run.
 
     Spec errors raise `SpecError` before any run exists; a later `TrainforgeError` ends the run
     `failed` and is raised as `RunFailed` naming the run; Ctrl+C and SIGTERM end it `failed` too.
+    `execute(run)` runs the steps and returns their values (`evaluation`, `gate`,
+    `model_version`); by default the DAG runs in this process (`launch_pipeline` passes one
+    that starts torchrun workers instead).
     """
     spec = load_checked_spec(path, overrides)
     store = store or open_store()
@@ -61,11 +69,12 @@ def run_pipeline(
     handle: RunHandle | None = None
     try:
         with start_run(
-            store, artifacts, spec.experiment_name, spec.model_dump(mode="json"),
+            spec.experiment_name, spec.model_dump(mode="json"), store=store, artifacts=artifacts,
             pipeline_id=pipeline.pipeline_id, code_dir=Path(path).resolve().parent,
+            tensorboard_dir=trainforge_home() / "tensorboard" if spec.tracking.tensorboard else None,
         ) as handle:
             handle.set_tags({"spec": {"path": str(path), "overrides": list(overrides or [])}})
-            values = run_dag(dag, {"run": handle}, listener)
+            values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
             handle.set_summary({"wall_time_s": time.perf_counter() - started})
     except TrainforgeError as exc:
         if handle is None:

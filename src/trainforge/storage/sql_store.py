@@ -6,6 +6,11 @@ Rules, beyond the contract's:
 - every public method is one transaction; writes on SQLite take the write lock when they begin,
   so read-modify-write methods (`set_tags`, `set_summary_metrics`) never lose an update, and on
   PostgreSQL they lock the run row;
+- `log_metrics` with a `batch_id` is idempotent: a batch already stored is skipped whole, so
+  replaying a spilled batch never duplicates points; each batch also moves the run's latest
+  values (`run_metrics`) forward, which is what `Run.metrics`, filters and sorts read, with
+  summary values (`set_summary_metrics`) taking precedence over logged points;
+- a lost connection, a refused one or a lock wait that timed out raises `StoreUnavailable`;
 - ids are uuid4 hex; model versions are "1", "2", ... per model name, and concurrent
   registrations of one model get distinct numbers;
 - `get_or_create_experiment`, `upsert_pipeline` and `put_data_version` are race-free upserts;
@@ -16,17 +21,17 @@ Rules, beyond the contract's:
 
 from __future__ import annotations
 
-import math
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Integer, cast, func, insert, select
+from sqlalchemy import Integer, case, cast, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from trainforge.entities import (
@@ -39,8 +44,19 @@ from trainforge.entities import (
     Run,
     RunStatus,
 )
-from trainforge.errors import Conflict, NotFound, StoreError
+from trainforge.errors import Conflict, NotFound, StoreError, StoreUnavailable
+from trainforge.storage import sql_metrics
 from trainforge.storage.db import WRITE, default_db_url, make_engine, migrate
+from trainforge.storage.query import parse_filter, parse_sort
+from trainforge.storage.records import (
+    metrics_json,
+    to_data_version,
+    to_experiment,
+    to_model_version,
+    to_pipeline,
+    to_run,
+)
+from trainforge.storage.sql_search import search_query
 from trainforge.storage.tables import (
     Base,
     DataVersionRow,
@@ -82,8 +98,10 @@ class SqlStore:
         backend = _backend(url)
         self.url = url
         self._engine = make_engine(url)
+        self._dialect = backend
         self._insert = _BACKENDS[backend]
-        migrate(self._engine)
+        with _translated(self):
+            migrate(self._engine)
         self._reader = sessionmaker(self._engine, expire_on_commit=False)
         writer = self._engine.execution_options(**{WRITE: True})
         self._writer = sessionmaker(writer, expire_on_commit=False)
@@ -97,12 +115,12 @@ class SqlStore:
 
     @contextmanager
     def _read(self) -> Iterator[Session]:
-        with self._reader() as session:
+        with _translated(self), self._reader() as session:
             yield session
 
     @contextmanager
     def _write(self) -> Iterator[Session]:
-        with self._writer.begin() as session:
+        with _translated(self), self._writer.begin() as session:
             yield session
 
     # experiments and pipelines
@@ -114,17 +132,17 @@ class SqlStore:
         with self._write() as session:
             session.execute(self._insert(ExperimentRow).values(row).on_conflict_do_nothing())
             found = session.scalars(select(ExperimentRow).where(ExperimentRow.name == name)).one()
-            return _experiment(found)
+            return to_experiment(found)
 
     def get_experiment(self, experiment_id: str) -> Experiment:
         with self._read() as session:
-            return _experiment(_get(session, ExperimentRow, experiment_id, "experiment"))
+            return to_experiment(_get(session, ExperimentRow, experiment_id, "experiment"))
 
     def list_experiments(self) -> list[Experiment]:
         """Every experiment, by name."""
         with self._read() as session:
             rows = session.scalars(select(ExperimentRow).order_by(ExperimentRow.name))
-            return [_experiment(row) for row in rows]
+            return [to_experiment(row) for row in rows]
 
     def upsert_pipeline(self, pipeline: Pipeline) -> Pipeline:
         """Insert `pipeline`, or replace the stored one with the same id (keeping created_at)."""
@@ -135,7 +153,7 @@ class SqlStore:
         ).on_conflict_do_update(index_elements=["pipeline_id"], set_=fields)
         with self._write() as session:
             session.execute(statement)
-            return _pipeline(_get(session, PipelineRow, pipeline.pipeline_id, "pipeline"))
+            return to_pipeline(_get(session, PipelineRow, pipeline.pipeline_id, "pipeline"))
 
     # runs
 
@@ -149,41 +167,73 @@ class SqlStore:
         git_dirty: bool | None = None,
         pipeline_id: str | None = None,
         run_id: str | None = None,
+        parent_run_id: str | None = None,
+        tags: dict[str, Any] | None = None,
     ) -> Run:
-        """A new RUNNING run; `Conflict` if `run_id` is taken, `NotFound` for a missing parent."""
+        """A new RUNNING run (its heartbeat now); `Conflict` if `run_id` is taken, `NotFound`
+        for a missing experiment, pipeline or parent run."""
+        now = utcnow()
         row = RunRow(
             run_id=run_id or new_id(), experiment_id=experiment_id, pipeline_id=pipeline_id,
-            status=RunStatus.RUNNING.value, params=params, metrics={}, tags={},
-            environment=environment, artifact_uri=artifact_uri, started_at=utcnow(),
-            git_commit=git_commit, git_dirty=git_dirty,
+            parent_run_id=parent_run_id, status=RunStatus.RUNNING.value, params=params,
+            tags=dict(tags or {}), environment=environment, artifact_uri=artifact_uri,
+            started_at=now, heartbeat_at=now, device_hours=0.0, git_commit=git_commit,
+            git_dirty=git_dirty,
         )
         try:
             with self._write() as session:
                 _get(session, ExperimentRow, experiment_id, "experiment")
                 if pipeline_id is not None:
                     _get(session, PipelineRow, pipeline_id, "pipeline")
+                if parent_run_id is not None:
+                    _get(session, RunRow, parent_run_id, "parent run")
                 if session.get(RunRow, row.run_id) is not None:
                     raise Conflict(f"run {row.run_id!r} already exists")
                 session.add(row)
         except IntegrityError as exc:
             raise Conflict(f"run {row.run_id!r} already exists") from exc
-        return _run(row)
+        return to_run(row, {})
 
     def get_run(self, run_id: str) -> Run:
         with self._read() as session:
-            return _run(_get(session, RunRow, run_id, "run"))
+            row = _get(session, RunRow, run_id, "run")
+            return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
 
     def list_runs(
         self, experiment_id: str | None = None, status: RunStatus | None = None, limit: int = 100
     ) -> list[Run]:
         """At most `limit` runs, newest `started_at` first, optionally of one experiment/status."""
-        query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.run_id).limit(limit)
+        query = select(RunRow.run_id).order_by(RunRow.started_at.desc(), RunRow.run_id)
         if experiment_id is not None:
             query = query.where(RunRow.experiment_id == experiment_id)
         if status is not None:
             query = query.where(RunRow.status == RunStatus(status).value)
         with self._read() as session:
-            return [_run(row) for row in session.scalars(query)]
+            return _runs_in_order(session, list(session.scalars(query.limit(limit))))
+
+    def search_runs(
+        self,
+        experiment_ids: Sequence[str] | None = None,
+        filter: str | None = None,
+        sort: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Run]:
+        """One page of the runs matching `filter`, ordered by `sort` (see `storage.query`),
+        then newest first; `QueryError` for a malformed filter or sort, `ValueError` for a
+        limit < 1 or an offset < 0."""
+        comparisons, keys = parse_filter(filter), parse_sort(sort)
+        if limit < 1 or offset < 0:
+            raise ValueError(f"limit must be >= 1 and offset >= 0, got {limit} and {offset}")
+        query = search_query(self._dialect, experiment_ids, comparisons, keys, limit, offset)
+        with self._read() as session:
+            return _runs_in_order(session, list(session.scalars(query)))
+
+    def log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        """Merge `params` into the run's params at the top level; a key given again is replaced."""
+        with self._write() as session:
+            row = _get(session, RunRow, run_id, "run", lock=True)
+            row.params = {**row.params, **params}
 
     def set_tags(self, run_id: str, tags: dict[str, Any]) -> None:
         """Merge `tags` into the run's tags; a key given again is overwritten."""
@@ -197,10 +247,11 @@ class SqlStore:
             _get(session, RunRow, run_id, "run").data_version_id = data_version_id
 
     def set_summary_metrics(self, run_id: str, metrics: dict[str, float]) -> None:
-        """Merge `metrics` into the run's summary metrics; a key given again is overwritten."""
+        """Set summary values of `metrics`; each wins over the key's logged points, and a key
+        given again is overwritten."""
         with self._write() as session:
-            row = _get(session, RunRow, run_id, "run", lock=True)
-            row.metrics = {**row.metrics, **_metrics_json(metrics)}
+            _exists(session, run_id)
+            sql_metrics.upsert_summary(session, self._insert, run_id, metrics, time.time())
 
     def end_run(
         self, run_id: str, status: RunStatus, error: str | None = None,
@@ -212,42 +263,86 @@ class SqlStore:
             row.status = RunStatus(status).value
             row.error = error
             row.ended_at = as_utc(ended_at) if ended_at is not None else utcnow()
-            return _run(row)
+            return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
+
+    def reopen_run(self, run_id: str) -> Run:
+        """Make an ended run RUNNING again (a resume): no end time, no error, heartbeat now."""
+        with self._write() as session:
+            row = _get(session, RunRow, run_id, "run", lock=True)
+            row.status, row.ended_at, row.error = RunStatus.RUNNING.value, None, None
+            row.heartbeat_at = utcnow()
+            return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
+
+    def heartbeat(self, run_id: str, device_hours: float = 0.0) -> None:
+        """Set the run's heartbeat to now and add `device_hours` (>= 0) to its total. A run
+        marked CRASHED is alive after all: it becomes RUNNING again (no end, no error)."""
+        if not device_hours >= 0:
+            raise ValueError(f"device_hours must be >= 0, got {device_hours}")
+        crashed = RunRow.status == RunStatus.CRASHED.value
+        statement = update(RunRow).where(RunRow.run_id == run_id).values(
+            heartbeat_at=utcnow(), device_hours=RunRow.device_hours + float(device_hours),
+            status=case((crashed, RunStatus.RUNNING.value), else_=RunRow.status),
+            ended_at=case((crashed, None), else_=RunRow.ended_at),
+            error=case((crashed, None), else_=RunRow.error),
+        ).returning(RunRow.run_id).execution_options(synchronize_session=False)
+        with self._write() as session:
+            if session.execute(statement).first() is None:
+                raise NotFound(f"run {run_id!r} not found")
+
+    def mark_crashed(self, heartbeat_before: datetime) -> list[Run]:
+        """End as CRASHED every RUNNING run whose last heartbeat (or start) is older than
+        `heartbeat_before`, at that last sign of life; return them."""
+        cutoff = as_utc(heartbeat_before)
+        last_seen = func.coalesce(RunRow.heartbeat_at, RunRow.started_at)
+        query = (select(RunRow).where(RunRow.status == RunStatus.RUNNING.value,
+                                      last_seen < cutoff)
+                 .order_by(RunRow.started_at).with_for_update())
+        with self._write() as session:
+            rows = list(session.scalars(query))
+            for row in rows:
+                row.status = RunStatus.CRASHED.value
+                row.ended_at = row.heartbeat_at or row.started_at
+                row.error = (f"crashed: no heartbeat since {row.ended_at.isoformat()} "
+                             f"(checked at {utcnow().isoformat(timespec='seconds')})")
+            metrics = sql_metrics.latest_values(session, [row.run_id for row in rows])
+            return [to_run(row, metrics[row.run_id]) for row in rows]
 
     # metric series
 
-    def log_metrics(self, run_id: str, points: Sequence[MetricPoint]) -> None:
-        """Append `points` to the run's series in one bulk insert."""
+    def log_metrics(
+        self, run_id: str, points: Sequence[MetricPoint], batch_id: str | None = None
+    ) -> bool:
+        """Append `points` to the run's series in one bulk insert and move its latest values
+        forward, in one transaction. With a `batch_id` already stored for the run, nothing is
+        written and False is returned; otherwise True."""
         if not points:
-            return
-        rows = [
-            {"run_id": run_id, "key": p.key, "step": int(p.step), "timestamp": float(p.timestamp),
-             "value": None if math.isnan(p.value) else float(p.value)}
-            for p in points
-        ]
+            return True
         with self._write() as session:
-            _get(session, RunRow, run_id, "run")
-            session.execute(insert(MetricRow), rows)
+            _exists(session, run_id)
+            if batch_id is not None and not sql_metrics.claim_batch(
+                session, self._insert, run_id, batch_id
+            ):
+                return False
+            sql_metrics.insert_points(session, run_id, points)
+            sql_metrics.upsert_latest(session, self._insert, run_id, points)
+        return True
 
-    def get_metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
-        """Every point of series `key`, by step, then timestamp, then insertion order."""
-        query = (
-            select(MetricRow.key, MetricRow.value, MetricRow.step, MetricRow.timestamp)
-            .where(MetricRow.run_id == run_id, MetricRow.key == key)
-            .order_by(MetricRow.step, MetricRow.timestamp, MetricRow.id)
-        )
+    def get_metric_history(
+        self, run_id: str, key: str, max_points: int | None = None
+    ) -> list[MetricPoint]:
+        """Every point of series `key`, by step, then timestamp, then insertion order; with
+        `max_points` (>= 2), a min/max-per-bucket downsampling of at most that many points."""
+        if max_points is not None and max_points < 2:
+            raise ValueError(f"max_points must be >= 2, got {max_points}")
         with self._read() as session:
-            _get(session, RunRow, run_id, "run")
-            return [
-                MetricPoint(key=k, value=math.nan if v is None else v, step=s, timestamp=t)
-                for k, v, s, t in session.execute(query)
-            ]
+            _exists(session, run_id)
+            return sql_metrics.history(session, run_id, key, max_points)
 
     def metric_keys(self, run_id: str) -> list[str]:
         """The names of the run's metric series, sorted."""
         query = select(MetricRow.key).where(MetricRow.run_id == run_id).distinct()
         with self._read() as session:
-            _get(session, RunRow, run_id, "run")
+            _exists(session, run_id)
             return sorted(session.scalars(query))
 
     # data versions
@@ -260,11 +355,11 @@ class SqlStore:
         with self._write() as session:
             session.execute(self._insert(DataVersionRow).values(row).on_conflict_do_nothing())
             stored = _get(session, DataVersionRow, version.data_version_id, "data version")
-            return _data_version(stored)
+            return to_data_version(stored)
 
     def get_data_version(self, data_version_id: str) -> DataVersion:
         with self._read() as session:
-            return _data_version(_get(session, DataVersionRow, data_version_id, "data version"))
+            return to_data_version(_get(session, DataVersionRow, data_version_id, "data version"))
 
     # model registry
 
@@ -282,7 +377,7 @@ class SqlStore:
         for _ in range(_VERSION_ATTEMPTS):
             row = ModelVersionRow(
                 model_name=model_name, run_id=run_id, stage=ModelStage(stage).value,
-                artifact_uri=artifact_uri, metrics=_metrics_json(metrics),
+                artifact_uri=artifact_uri, metrics=metrics_json(metrics),
                 data_version_id=data_version_id, git_commit=git_commit, created_at=utcnow(),
             )
             try:
@@ -292,7 +387,7 @@ class SqlStore:
                     session.add(row)
             except IntegrityError:
                 continue  # another registration took this number first
-            return _model_version(row)
+            return to_model_version(row)
         raise Conflict(f"model {model_name!r}: no free version after {_VERSION_ATTEMPTS} tries")
 
     def get_model_version(self, model_name: str, version: str) -> ModelVersion:
@@ -300,7 +395,7 @@ class SqlStore:
             row = session.get(ModelVersionRow, (model_name, str(version)))
             if row is None:
                 raise NotFound(f"model {model_name!r} version {str(version)!r} not found")
-            return _model_version(row)
+            return to_model_version(row)
 
     def list_model_versions(self, model_name: str | None = None) -> list[ModelVersion]:
         """Versions of one model (or of all), by model name then version number."""
@@ -310,7 +405,7 @@ class SqlStore:
         if model_name is not None:
             query = query.where(ModelVersionRow.model_name == model_name)
         with self._read() as session:
-            return [_model_version(row) for row in session.scalars(query)]
+            return [to_model_version(row) for row in session.scalars(query)]
 
 
 def _backend(url: str) -> str:
@@ -324,6 +419,29 @@ def _backend(url: str) -> str:
         shown = make_url(url).render_as_string(hide_password=True)
         raise StoreError(f"unsupported database URL {shown!r}: {expected}")
     return backend
+
+
+@contextmanager
+def _translated(store: SqlStore) -> Iterator[None]:
+    """Connection-level failures (refused, lost, lock wait timed out) as `StoreUnavailable`."""
+    try:
+        yield
+    except (OperationalError, InterfaceError) as exc:
+        raise StoreUnavailable(f"{store!r} unavailable: {exc.orig or exc}") from exc
+
+
+def _exists(session: Session, run_id: str) -> None:
+    """`NotFound` unless the run exists (reads the key only, not the run's JSON)."""
+    if session.scalar(select(RunRow.run_id).where(RunRow.run_id == run_id)) is None:
+        raise NotFound(f"run {run_id!r} not found")
+
+
+def _runs_in_order(session: Session, run_ids: list[str]) -> list[Run]:
+    """The runs of `run_ids`, in that order, with their latest metrics (two queries)."""
+    rows = {row.run_id: row for row in
+            session.scalars(select(RunRow).where(RunRow.run_id.in_(run_ids)))}
+    metrics = sql_metrics.latest_values(session, run_ids)
+    return [to_run(rows[run_id], metrics[run_id]) for run_id in run_ids]
 
 
 def _get(
@@ -341,49 +459,3 @@ def _last_version(session: Session, model_name: str) -> int:
         ModelVersionRow.model_name == model_name
     )
     return session.scalar(query) or 0
-
-
-def _experiment(row: ExperimentRow) -> Experiment:
-    return Experiment(experiment_id=row.experiment_id, name=row.name,
-                      description=row.description, owner=row.owner)
-
-
-def _metrics_json(metrics: dict[str, float]) -> dict[str, float | None]:
-    """JSON has no NaN or infinity (PostgreSQL's JSONB refuses them): store those as null."""
-    return {k: float(v) if math.isfinite(v) else None for k, v in metrics.items()}
-
-
-def _metrics_from_json(stored: dict[str, float | None]) -> dict[str, float]:
-    return {k: float("nan") if v is None else float(v) for k, v in stored.items()}
-
-
-def _pipeline(row: PipelineRow) -> Pipeline:
-    return Pipeline(pipeline_id=row.pipeline_id, name=row.name, dag_config=dict(row.dag_config),
-                    schedule=row.schedule, created_by=row.created_by)
-
-
-def _run(row: RunRow) -> Run:
-    return Run(
-        run_id=row.run_id, experiment_id=row.experiment_id, status=RunStatus(row.status),
-        params=dict(row.params), metrics=_metrics_from_json(row.metrics), tags=dict(row.tags),
-        environment=dict(row.environment), artifact_uri=row.artifact_uri,
-        started_at=as_utc(row.started_at),
-        ended_at=None if row.ended_at is None else as_utc(row.ended_at),
-        git_commit=row.git_commit, git_dirty=row.git_dirty,
-        data_version_id=row.data_version_id, error=row.error, pipeline_id=row.pipeline_id,
-    )
-
-
-def _data_version(row: DataVersionRow) -> DataVersion:
-    return DataVersion(data_version_id=row.data_version_id, source=row.source,
-                       files=tuple(dict(f) for f in row.files), num_rows=row.num_rows,
-                       created_at=as_utc(row.created_at))
-
-
-def _model_version(row: ModelVersionRow) -> ModelVersion:
-    return ModelVersion(
-        model_name=row.model_name, version=row.version, run_id=row.run_id,
-        stage=ModelStage(row.stage), artifact_uri=row.artifact_uri,
-        created_at=as_utc(row.created_at), metrics=_metrics_from_json(row.metrics),
-        data_version_id=row.data_version_id, git_commit=row.git_commit,
-    )

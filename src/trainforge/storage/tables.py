@@ -112,20 +112,28 @@ class DataVersionRow(Base):
 
 
 class RunRow(Base):
+    """A run. Its metrics live in `run_metrics` (latest values and summary) and `metrics` (series).
+
+    `parent_run_id` is checked by the store, not by a foreign key: SQLite cannot add one to an
+    existing table without rebuilding it. `device_hours` only grows (heartbeats add to it).
+    """
+
     __tablename__ = "runs"
     __table_args__ = (Index("ix_runs_experiment_id_started_at", "experiment_id", "started_at"),)
 
     run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     experiment_id: Mapped[str] = mapped_column(ForeignKey("experiments.experiment_id"))
     pipeline_id: Mapped[str | None] = mapped_column(ForeignKey("pipelines.pipeline_id"))
+    parent_run_id: Mapped[str | None] = mapped_column(String(64), index=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
     params: Mapped[dict[str, Any]]
-    metrics: Mapped[dict[str, Any]]
     tags: Mapped[dict[str, Any]]
     environment: Mapped[dict[str, Any]]
     artifact_uri: Mapped[str] = mapped_column(Text)
-    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     ended_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
+    device_hours: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
     git_commit: Mapped[str | None] = mapped_column(String(64))
     git_dirty: Mapped[bool | None] = mapped_column(Boolean)
     data_version_id: Mapped[str | None] = mapped_column(
@@ -148,6 +156,34 @@ class MetricRow(Base):
     step: Mapped[int] = mapped_column(BigInteger)
     timestamp: Mapped[float] = mapped_column(Double)
     value: Mapped[float | None] = mapped_column(Double)
+
+
+class RunMetricRow(Base):
+    """What filters, sorts and `Run.metrics` see for `metrics.<key>`: the run's summary value
+    when one was set (`is_summary`), else its last logged point (highest step, then latest
+    timestamp). `value` NULL stands for NaN. Indexed by (key, value) so that sorting every run
+    by one metric reads the index in order."""
+
+    __tablename__ = "run_metrics"
+    __table_args__ = (Index("ix_run_metrics_key_value", "key", "value"),)
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.run_id"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)
+    step: Mapped[int] = mapped_column(BigInteger)
+    timestamp: Mapped[float] = mapped_column(Double)
+    is_summary: Mapped[bool] = mapped_column(Boolean)
+
+
+class MetricBatchRow(Base):
+    """The ids of metric batches already stored, so that replaying a batch (after a lost
+    commit acknowledgement or from a spill file) never duplicates its points."""
+
+    __tablename__ = "metric_batches"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.run_id"), primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ModelVersionRow(Base):

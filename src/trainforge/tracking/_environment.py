@@ -1,4 +1,9 @@
-"""What a run ran on: code version, interpreter, libraries, machine."""
+"""What a run ran on: code version (and the uncommitted diff), interpreter, libraries, machine.
+
+GPU facts come from torch only when the process has already imported it (a training script
+has), so a script that only tracks does not pay torch's import time; torch's version is read
+from the installed package either way.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import socket
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,37 +22,95 @@ from typing import Any
 class GitState:
     commit: str | None
     dirty: bool | None
+    diff: str = ""
 
 
 def git_state(directory: str | Path = ".") -> GitState:
-    """The HEAD commit and whether the work tree has changes; (None, None) outside git."""
+    """The HEAD commit, whether tracked files changed and the diff against HEAD (text, empty
+    when clean); (None, None, "") outside git."""
     try:
         commit = _git(directory, "rev-parse", "HEAD")
         status = _git(directory, "status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
+        diff = _git(directory, "diff", "HEAD", "--no-color") if status else ""
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
         return GitState(None, None)
-    return GitState(commit, bool(status))
+    return GitState(commit, bool(status), diff)
 
 
 def _git(directory: str | Path, *args: str) -> str:
     result = subprocess.run(
         ["git", *args], cwd=directory, capture_output=True, text=True, check=True, timeout=10
     )
-    return result.stdout.strip()
+    return result.stdout.strip() if args[0] != "diff" else result.stdout
 
 
 def capture_environment() -> dict[str, Any]:
-    """Versions and machine facts recorded with every run."""
-    import torch
-
+    """Versions and machine facts recorded with every run (JSON-safe)."""
+    gpus = gpu_info()
     return {
         "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
-        "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "torch": _version("torch"),
+        "cuda": gpus["cuda"],
+        "gpu_count": gpus["count"],
+        "gpus": gpus["names"],
+        "gpu_driver": gpus["driver"],
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "cpu_count": os.cpu_count(),
         "command": sys.argv,
         "pid": os.getpid(),
+        "packages": installed_packages(),
     }
+
+
+def installed_packages() -> dict[str, str]:
+    """name → version of every distribution importable here, sorted by name."""
+    found: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(name, dist.version)
+    return dict(sorted(found.items(), key=lambda item: item[0].lower()))
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo on Linux, else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_info() -> dict[str, Any]:
+    """CUDA version, GPU count, names and driver version; zeros when torch is not imported or
+    sees no GPU."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return {"cuda": None, "count": 0, "names": [], "driver": None}
+    count = torch.cuda.device_count()
+    return {"cuda": torch.version.cuda, "count": count,
+            "names": [torch.cuda.get_device_name(i) for i in range(count)],
+            "driver": _nvidia_driver()}
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        result = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, check=True, timeout=10,
+        )
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.splitlines()[0].strip() if result.stdout.strip() else None
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

@@ -1,65 +1,131 @@
-"""The run handle every stage writes to, and `start_run`, which never leaves a run `running`."""
+"""The run handle every stage writes to, `start_run`, which never leaves a run `running`, and
+`active_run`.
+
+    >>> import trainforge
+    >>> with trainforge.start_run("fraud", params={"lr": 1e-3}) as run:  # doctest: +SKIP
+    ...     for step in range(100):
+    ...         run.log_metric("loss", 1 / (step + 1), step)
+"""
 
 from __future__ import annotations
 
-import contextlib
+import atexit
+import logging
 import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Any
 
-from trainforge.entities import DataVersion, MetricPoint, Run, RunStatus
-from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking._environment import capture_environment, git_state
+from trainforge.entities import DataVersion, Run, RunStatus
+from trainforge.errors import Conflict, StoreUnavailable
+from trainforge.storage import trainforge_home
+from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
+from trainforge.tracking._defaults import default_store, spill_directory
+from trainforge.tracking._environment import capture_environment, git_state, gpu_info
+from trainforge.tracking._logger import MetricLogger
+from trainforge.tracking._spill import SpillFile, replay_directory
 from trainforge.tracking._store import TrackingStore
+from trainforge.tracking._tensorboard import TensorBoardSink
+
+log = logging.getLogger(__name__)
+_ACTIVE: list[RunHandle] = []
+_ACTIVE_LOCK = threading.Lock()
+
+
+def active_run() -> RunHandle | None:
+    """The innermost run started in this process and not yet ended (any thread), or None."""
+    with _ACTIVE_LOCK:
+        return _ACTIVE[-1] if _ACTIVE else None
 
 
 class RunHandle:
-    """A live run: metrics, tags, summary, data version and artifacts of one run.
+    """A live run: metrics, params, tags, summary, data version and artifacts of one run.
 
-    Metric points are buffered and written in one bulk insert every `flush_every` points and on
-    `flush()` / `end()`. A handle belongs to the thread that uses it.
+    Metric points go to a background `MetricLogger` (no I/O in `log_metric`; bulk inserts every
+    `flush_interval` seconds or `flush_every` points; spill file and replay when the database is
+    unreachable; heartbeats). `set_tags`, `set_summary` and `log_params` write at once, and when
+    the database is unreachable they wait in the spill file too, in order. Every method is safe
+    to call from any thread. Used as a context manager, the run ends `completed`, or `failed`
+    with the error on any exception, Ctrl+C or SIGTERM.
+
+    `RunHandle(store, run, artifacts)` attaches to an existing run (say, rank 0 of a torchrun
+    job joining the launcher's run): it logs and sends heartbeats; `close()` (or interpreter
+    exit) flushes and stops it without ending a run it does not own (`owns_run`).
     """
 
     def __init__(
-        self, store: TrackingStore, run: Run, artifacts: ArtifactStore, flush_every: int = 1000
+        self,
+        store: TrackingStore,
+        run: Run,
+        artifacts: ArtifactStore,
+        flush_every: int = 1000,
+        *,
+        flush_interval: float = 1.0,
+        heartbeat_interval: float = 10.0,
+        spill_dir: str | Path | None = None,
+        tensorboard_dir: str | Path | None = None,
+        owns_run: bool = False,
     ) -> None:
         self.store = store
         self.artifacts = artifacts
         self.run_id = run.run_id
-        self._flush_every = flush_every
-        self._buffer: list[MetricPoint] = []
+        self._owns_run = owns_run
+        self._ended = False
+        self._end_lock = threading.Lock()
+        self._spill = SpillFile(Path(spill_dir or spill_directory()) / f"{run.run_id}.jsonl")
+        self._tensorboard = (TensorBoardSink(Path(tensorboard_dir) / run.run_id)
+                             if tensorboard_dir is not None else None)
+        self._logger = MetricLogger(
+            store, run.run_id, self._spill, flush_interval=flush_interval,
+            flush_points=flush_every, heartbeat_interval=heartbeat_interval,
+            devices=max(1, gpu_info()["count"]), sink=self._tensorboard,
+        )
+        self._previous_sigterm: Any = None
+        atexit.register(self._at_exit)
+
+    @classmethod
+    def attach(cls, store: TrackingStore, run_id: str, artifacts: ArtifactStore,
+               **options: Any) -> RunHandle:
+        """A handle on the stored run `run_id` (`NotFound` if there is none)."""
+        return cls(store, store.get_run(run_id), artifacts, **options)
 
     def info(self) -> Run:
-        """The run as stored now."""
+        """The run as stored now (after a flush)."""
         self.flush()
         return self.store.get_run(self.run_id)
 
     def log_metric(self, key: str, value: float, step: int) -> None:
-        self._buffer.append(MetricPoint(key, float(value), int(step), time.time()))
-        if len(self._buffer) >= self._flush_every:
-            self.flush()
+        """Queue one point; O(1), never waits on the database."""
+        self._check_open()
+        self._logger.add([(key, float(value), int(step), time.time())])
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        """Queue one point per key, all at `step` and the same timestamp."""
+        self._check_open()
         now = time.time()
-        self._buffer.extend(MetricPoint(k, float(v), int(step), now) for k, v in metrics.items())
-        if len(self._buffer) >= self._flush_every:
-            self.flush()
+        self._logger.add([(k, float(v), int(step), now) for k, v in metrics.items()])
 
-    def flush(self) -> None:
-        if self._buffer:
-            points, self._buffer = self._buffer, []
-            self.store.log_metrics(self.run_id, points)
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every point logged so far is in the database or the spill file; True
+        when nothing is waiting in the spill file."""
+        return self._logger.flush(timeout)
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        """Merge `params` into the run's params (top-level keys; a key given again is replaced)."""
+        self._write_through("params", params, self.store.log_params)
 
     def set_tags(self, tags: dict[str, Any]) -> None:
-        self.store.set_tags(self.run_id, tags)
+        self._write_through("tags", tags, self.store.set_tags)
 
     def set_summary(self, metrics: dict[str, float]) -> None:
-        """Final metrics shown in listings (`runs.metrics`), merged into earlier ones."""
-        self.store.set_summary_metrics(self.run_id, {k: float(v) for k, v in metrics.items()})
+        """Final metrics (`Run.metrics`, listings, filters), winning over logged points."""
+        values = {k: float(v) for k, v in metrics.items()}
+        self._write_through("summary", values, self.store.set_summary_metrics)
 
     def set_data_version(self, version: DataVersion) -> None:
         self.store.put_data_version(version)
@@ -71,43 +137,181 @@ class RunHandle:
     def put_artifact(self, name: str, data: bytes) -> str:
         return self.artifacts.put_bytes(self.run_id, name, data)
 
-    def end(self, status: RunStatus = RunStatus.COMPLETED, error: str | None = None) -> Run:
-        self.flush()
-        return self.store.end_run(self.run_id, status, error)
+    def end(self, status: RunStatus = RunStatus.COMPLETED, error: str | None = None) -> Run | None:
+        """Flush, stop the logger and record the end; the stored run, or None when the
+        database is unreachable (the end then waits in the spill file with the points) or the
+        handle had already ended."""
+        with self._end_lock:
+            if self._ended:
+                return None
+            self._ended = True
+        unreported_hours = self._stop()
+        ended_at = time.time()
+        if not self._spill.exists():
+            try:
+                if unreported_hours:
+                    self.store.heartbeat(self.run_id, unreported_hours)
+                return self.store.end_run(self.run_id, status, error)
+            except StoreUnavailable:
+                pass
+        self._spill.append([{
+            "op": "end", "status": RunStatus(status).value, "error": error,
+            "ended_at": _iso(ended_at), "device_hours": unreported_hours,
+        }])
+        log.warning("run %s: database unreachable; its end and pending points wait in %s "
+                    "(trainforge runs replay)", self.run_id, self._spill.path)
+        return None
+
+    def close(self) -> None:
+        """Flush and stop logging, leaving the run as it is (a handle attached to a run that
+        another process ends); further logging is refused."""
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = True
+        unreported_hours = self._stop()
+        if unreported_hours:
+            self._write_through("device_hours", {"hours": unreported_hours},
+                                lambda run_id, v: self.store.heartbeat(run_id, v["hours"]))
+
+    def __enter__(self) -> RunHandle:
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_as_exit)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        try:
+            if exc is None:
+                self.end(RunStatus.COMPLETED)
+            else:
+                self._end_quietly(_describe(exc))
+        finally:
+            if self._previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+                self._previous_sigterm = None
+
+    # internals
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise Conflict(f"run {self.run_id} has ended; start or attach a new handle to log")
+
+    def _write_through(self, op: str, values: dict[str, Any],
+                       call: Callable[[str, Any], None]) -> None:
+        if not self._spill.exists():
+            try:
+                call(self.run_id, values)
+                return
+            except StoreUnavailable:
+                pass
+        self._spill.append([{"op": op, "values": values}])
+        self._logger.wake()
+
+    def _stop(self) -> float:
+        with _ACTIVE_LOCK:
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+        atexit.unregister(self._at_exit)
+        hours = self._logger.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()
+        return hours
+
+    def _end_quietly(self, error: str) -> None:
+        """Mark the run failed without masking the exception that ends it."""
+        try:
+            self.end(RunStatus.FAILED, error)
+        except Exception:  # noqa: BLE001 - the original error matters more
+            log.exception("run %s: could not record its failure", self.run_id)
+
+    def _at_exit(self) -> None:
+        if self._owns_run:
+            self.end(RunStatus.COMPLETED)
+        else:
+            self.close()
 
 
-@contextlib.contextmanager
 def start_run(
-    store: TrackingStore,
-    artifacts: ArtifactStore,
     experiment: str,
-    params: dict[str, Any],
+    params: dict[str, Any] | None = None,
+    parent: RunHandle | str | None = None,
+    tags: dict[str, Any] | None = None,
+    store: TrackingStore | None = None,
+    artifacts: ArtifactStore | str | Path | None = None,
+    *,
+    resume: str | None = None,
     pipeline_id: str | None = None,
     code_dir: str | Path = ".",
-) -> Iterator[RunHandle]:
-    """Open a tracked run; it ends `completed`, or `failed` with the error on any exception,
-    Ctrl+C or SIGTERM."""
-    exp = store.get_or_create_experiment(experiment)
+    tensorboard_dir: str | Path | None = None,
+    flush_interval: float = 1.0,
+    flush_every: int = 1000,
+    heartbeat_interval: float = 10.0,
+) -> RunHandle:
+    """Create a run in `experiment` (created if new) and return its live handle.
+
+    `store` defaults to `default_store()` (TRAINFORGE_DB / TRAINFORGE_HOME), `artifacts` to
+    `<TRAINFORGE_HOME>/artifacts`; `parent` nests the run under another; `tensorboard_dir` also
+    writes TensorBoard event files to `<tensorboard_dir>/<run_id>`. Records the git commit, dirty
+    flag (and the diff as artifact `environment/git.diff`), packages and machine. Spill files
+    that earlier runs left are replayed in the background. `resume` reopens that stored run
+    (status `running` again; params, metrics and device-hours carry on) instead of creating
+    one. Use it as `with start_run(...) as
+    run:`; without `with`, call `run.end()` (at interpreter exit an open run ends `completed`).
+    """
+    store = store if store is not None else default_store()
+    if not isinstance(artifacts, ArtifactStore):
+        artifacts = open_artifact_store(artifacts or trainforge_home() / "artifacts")
+    threading.Thread(target=_replay_quietly, args=(store,), daemon=True,
+                     name="trainforge-replay").start()
+    experiment_id = store.get_or_create_experiment(experiment).experiment_id
+    if resume is not None:
+        run = _reopen(store, resume, experiment_id, experiment)
+    else:
+        run = _create(store, artifacts, experiment_id, params, parent, tags, pipeline_id,
+                      code_dir)
+    handle = RunHandle(store, run, artifacts, flush_every, flush_interval=flush_interval,
+                       heartbeat_interval=heartbeat_interval, tensorboard_dir=tensorboard_dir,
+                       owns_run=True)
+    with _ACTIVE_LOCK:
+        _ACTIVE.append(handle)
+    return handle
+
+
+def _create(
+    store: TrackingStore, artifacts: ArtifactStore, experiment_id: str,
+    params: dict[str, Any] | None, parent: RunHandle | str | None, tags: dict[str, Any] | None,
+    pipeline_id: str | None, code_dir: str | Path,
+) -> Run:
     git = git_state(code_dir)
     run_id = uuid.uuid4().hex
     run = store.create_run(
-        exp.experiment_id,
-        params=params,
-        environment=capture_environment(),
-        artifact_uri=artifacts.run_uri(run_id),
-        run_id=run_id,
-        git_commit=git.commit,
-        git_dirty=git.dirty,
-        pipeline_id=pipeline_id,
+        experiment_id, params=dict(params or {}), environment=capture_environment(),
+        artifact_uri=artifacts.run_uri(run_id), run_id=run_id, git_commit=git.commit,
+        git_dirty=git.dirty, pipeline_id=pipeline_id, tags=tags,
+        parent_run_id=parent.run_id if isinstance(parent, RunHandle) else parent,
     )
-    handle = RunHandle(store, run, artifacts)
+    if git.diff:
+        artifacts.put_bytes(run_id, "environment/git.diff", git.diff.encode())
+    return run
+
+
+def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: str) -> Run:
+    if store.get_run(run_id).experiment_id != experiment_id:
+        raise Conflict(f"run {run_id!r} to resume is not in experiment {experiment!r}")
+    return store.reopen_run(run_id)
+
+
+def _replay_quietly(store: TrackingStore) -> None:
     try:
-        with _sigterm_as_exit():
-            yield handle
-    except BaseException as exc:
-        _end_quietly(handle, _describe(exc))
-        raise
-    handle.end(RunStatus.COMPLETED)
+        replay_directory(store, spill_directory())
+    except Exception:  # noqa: BLE001 - the next start or `trainforge runs replay` tries again
+        log.info("spill files not replayed yet", exc_info=True)
+
+
+def _sigterm_as_exit(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as SystemExit(143) in the main thread, so the run is ended, not abandoned."""
+    raise SystemExit(128 + signum)
 
 
 def _describe(exc: BaseException) -> str:
@@ -118,27 +322,5 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _end_quietly(handle: RunHandle, error: str) -> None:
-    """Mark the run failed even when flushing its last metrics fails too."""
-    try:
-        handle.flush()
-    except Exception:  # noqa: BLE001 - the original error matters more; the status must land
-        handle._buffer.clear()
-    handle.store.end_run(handle.run_id, RunStatus.FAILED, error)
-
-
-@contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """Turn SIGTERM into SystemExit(143) in the main thread, so the run is ended, not abandoned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()

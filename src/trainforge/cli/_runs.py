@@ -1,0 +1,161 @@
+"""`trainforge runs ...` over tracking: list (filter, sort), compare, history, gc, replay.
+
+Thin: each command calls one `trainforge.tracking` function and renders the records. A bad
+`--filter` or `--sort` exits 2 naming the position and what was expected; an unknown run or
+experiment exits 1.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from trainforge.cli import _render
+from trainforge.cli._views import run_row, short_metrics
+from trainforge.errors import NotFound, QueryError
+from trainforge.tracking import (
+    DEFAULT_CRASH_TIMEOUT_S,
+    collect_crashed_runs,
+    compare_runs,
+    default_store,
+    get_metric_history,
+    parse_filter,
+    parse_sort,
+    replay_spills,
+    search_runs,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def runs_list(
+    experiment: Annotated[Optional[str], typer.Option(help="Only this experiment.")] = None,
+    filter: Annotated[Optional[str], typer.Option(
+        "--filter", help="e.g. \"metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3\""
+    )] = None,
+    sort: Annotated[Optional[str], typer.Option(
+        "--sort", help="e.g. -metrics.test_auc (\"-\": descending); default: newest first"
+    )] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """Runs matching --filter, ordered by --sort (newest first by default)."""
+    keys = _metric_keys(filter, sort)
+    try:
+        runs = search_runs(experiment, filter, sort, limit)
+    except NotFound as exc:
+        _fail(str(exc), 1)
+    names = {e.experiment_id: e.name for e in default_store().list_experiments()}
+    rows = [run_row(r, names) for r in runs]
+    if as_json:
+        _render.emit_json(rows)
+        return
+    columns = ["run_id", "experiment", "status", "started", "seconds", "metrics"]
+    table = [[row[c] for c in columns[:-1]] + [_metric_cell(run.metrics, keys)]
+             for row, run in zip(rows, runs, strict=True)]
+    _render.emit_table("Runs", columns, table)
+
+
+def _metric_keys(filter: str | None, sort: str | None) -> list[str]:
+    """The metric names --filter and --sort use (shown first), after checking both parse."""
+    try:
+        comparisons = parse_filter(filter)
+    except QueryError as exc:
+        _fail(f"--filter {exc}", 2)
+    try:
+        sort_keys = parse_sort(sort)
+    except QueryError as exc:
+        _fail(f"--sort {exc}", 2)
+    fields = [k.field for k in sort_keys] + [c.field for c in comparisons]
+    return list(dict.fromkeys(f.name for f in fields if f.kind == "metrics"))
+
+
+def _metric_cell(metrics: dict[str, float], keys: list[str]) -> str:
+    picked = " ".join(f"{key}={metrics[key]:.4g}" for key in keys if key in metrics)
+    headline = short_metrics(metrics)
+    return f"{picked} {headline}".strip() if picked else headline
+
+
+def runs_compare(
+    run_ids: Annotated[list[str], typer.Argument(help="Two or more run ids.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Runs side by side: the params that differ, and every metric."""
+    if len(run_ids) < 2:
+        _fail("compare needs at least two run ids", 2)
+    try:
+        result = compare_runs(run_ids)
+    except NotFound as exc:
+        _fail(str(exc), 1)
+    if as_json:
+        _render.emit_json({"runs": list(result.run_ids), "same_params": result.same_params,
+                           "params": {k: list(v) for k, v in result.params.items()},
+                           "metrics": {k: list(v) for k, v in result.metrics.items()}})
+        return
+    rows = [[f"params.{key}", *values] for key, values in result.params.items()]
+    rows += [[f"metrics.{key}", *values] for key, values in result.metrics.items()]
+    title = f"{len(result.params)} params differ, {result.same_params} equal"
+    _render.emit_table(title, ["field", *(r[:8] for r in result.run_ids)], rows)
+
+
+def runs_history(
+    run_id: str,
+    key: str,
+    max_points: Annotated[Optional[int], typer.Option(
+        "--max-points", min=2, help="Downsample to at most this many points (min/max buckets)."
+    )] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The series KEY of run RUN_ID, by step."""
+    try:
+        points = get_metric_history(run_id, key, max_points)
+    except NotFound as exc:
+        _fail(str(exc), 1)
+    rows = [{"step": p.step, "value": p.value, "time": _time(p.timestamp)} for p in points]
+    if as_json:
+        _render.emit_json(rows)
+        return
+    _render.emit_table(f"{key} of run {run_id}", ["step", "value", "time"],
+                       [[r["step"], r["value"], r["time"]] for r in rows])
+
+
+def runs_gc(
+    timeout: Annotated[float, typer.Option(
+        min=0.001, help="Seconds without a heartbeat after which a running run is crashed."
+    )] = DEFAULT_CRASH_TIMEOUT_S,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mark `crashed` the running runs whose process stopped sending heartbeats."""
+    crashed = collect_crashed_runs(timeout)
+    if as_json:
+        _render.emit_json([run.run_id for run in crashed])
+        return
+    for run in crashed:
+        typer.echo(f"{run.run_id}  crashed (last heartbeat {_time(run.ended_at)})")
+    typer.echo(f"{len(crashed)} run(s) marked crashed")
+
+
+def runs_replay(as_json: JsonFlag = False) -> None:
+    """Write what runs spilled to local files while the database was unreachable."""
+    replayed = replay_spills()
+    if as_json:
+        _render.emit_json(replayed)
+        return
+    for run_id, count in replayed.items():
+        typer.echo(f"{run_id}  {count} record(s) replayed")
+    typer.echo(f"{len(replayed)} spill file(s) replayed")
+
+
+def _time(moment: float | datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if not isinstance(moment, datetime):
+        moment = datetime.fromtimestamp(moment, timezone.utc)
+    return moment.isoformat(timespec="seconds")

@@ -1,0 +1,230 @@
+"""A pipeline as one tracked run over several processes, launched through torchrun.
+
+    launcher (trainforge run SPEC --nproc-per-node N)
+      ├── creates the run (one run id for the whole job) and records the launch
+      ├── starts N workers per node with torchrun's elastic launcher
+      │     worker rank 0: every step, reporting to the launcher's run (metrics, artifacts, model)
+      │     worker rank > 0: ingest ... train only, reporting nowhere (`NullRun`)
+      └── ends the run completed, or failed with the first failing worker's error
+
+Workers find the run through `TRAINFORGE_RUN_ID` and the store and artifacts through the
+environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`); rank 0 hands its results back in
+the JSON file named by `TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs its own
+launcher (and creates its own run record); the run of the node that hosts global rank 0 is the
+one that receives the job's metrics, artifacts and model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from trainforge.entities import DataVersion
+from trainforge.errors import SpecError, TrainingError
+from trainforge.evaluate import EvalReport
+from trainforge.orchestration import Dag, StepEvent, run_dag
+from trainforge.pipeline._dag import build_training_dag
+from trainforge.pipeline._run import (
+    PipelineResult,
+    default_artifact_store,
+    load_checked_spec,
+    run_pipeline,
+)
+from trainforge.registry import GateResult
+from trainforge.storage import open_store
+from trainforge.storage.artifacts import ArtifactStore
+from trainforge.tracking import RunHandle
+
+RUN_ID_ENV = "TRAINFORGE_RUN_ID"
+RESULT_FILE_ENV = "TRAINFORGE_RESULT_FILE"
+WORKER_MODULE = "trainforge.pipeline._worker"
+log = logging.getLogger("trainforge")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How many processes run the job: torchrun's flags of the same names."""
+
+    nproc_per_node: int
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None
+    max_restarts: int = 0
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
+
+    def torchrun_args(self, worker_args: list[str]) -> list[str]:
+        args = ["--nnodes", str(self.nnodes), "--nproc-per-node", str(self.nproc_per_node),
+                "--max-restarts", str(self.max_restarts)]
+        if self.rdzv_endpoint:
+            args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", self.rdzv_endpoint]
+        else:
+            args.append("--standalone")
+        return [*args, "-m", WORKER_MODULE, *worker_args]
+
+
+def launch_pipeline(
+    path: str | Path, overrides: list[str] | None, launch: Launch
+) -> PipelineResult:
+    """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
+
+    Errors as `run_pipeline`: `SpecError` before any run exists (also for a launch the spec
+    cannot use), `RunFailed` when a worker fails, naming the run and the worker's error.
+    """
+    overrides = list(overrides or [])
+    _check_launch(load_checked_spec(path, overrides), launch, str(path))
+    execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
+    return run_pipeline(path, overrides, execute=execute)
+
+
+def _check_launch(spec: Any, launch: Launch, source: str) -> None:
+    problems = []
+    if launch.nproc_per_node < 1 or launch.nnodes < 1 or launch.max_restarts < 0:
+        problems.append("--nproc-per-node and --nnodes must be >= 1, --max-restarts >= 0")
+    if launch.nnodes > 1 and not launch.rdzv_endpoint:
+        problems.append("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
+    if launch.world_size > 1 and spec.training.strategy == "single":
+        problems.append(f"training.strategy: 'single' cannot use {launch.world_size} processes; "
+                        "set training.strategy=ddp or training.strategy=fsdp")
+    if problems:
+        raise SpecError([f"{source}: {problem}" for problem in problems])
+
+
+def _launch_workers(launch: Launch, worker_args: list[str], handle: RunHandle) -> dict[str, Any]:
+    """The `execute` of a launched run: start the workers, return rank 0's results."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    handle.set_tags({"distributed": {"nproc_per_node": launch.nproc_per_node,
+                                     "nnodes": launch.nnodes, "max_restarts": launch.max_restarts}})
+    with tempfile.TemporaryDirectory(prefix="trainforge-launch-") as tmp:
+        result_file = Path(tmp) / "result.json"
+        threads = str(max(1, (os.cpu_count() or 1) // launch.nproc_per_node))
+        env = {RUN_ID_ENV: handle.run_id, RESULT_FILE_ENV: str(result_file),
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
+        try:
+            with _environment(env):
+                run(parse_args(launch.torchrun_args(worker_args)))
+        except ChildFailedError as exc:
+            rank, failure = exc.get_first_failure()
+            raise TrainingError(f"worker rank {rank} failed (exit code {failure.exitcode}): "
+                                f"{failure.message}") from None
+        if not result_file.is_file():
+            raise TrainingError("the workers finished but rank 0 reported no result "
+                                "(with --nnodes > 1, rank 0 runs on another node)")
+        return _read_result(result_file, handle)
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables (inherited by the workers) for the duration of the block."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_worker(path: str, overrides: list[str]) -> None:
+    """One torchrun worker of a launched run (see the module docstring for the roles)."""
+    spec = load_checked_spec(path, overrides)
+    run_id = os.environ.get(RUN_ID_ENV)
+    if not run_id:
+        raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
+                            "--nproc-per-node N`")
+    store, artifacts = open_store(), default_artifact_store()
+    dag = build_training_dag(spec)
+    if int(os.environ.get("RANK", "0")) != 0:
+        run_dag(_through(dag, "train"), {"run": NullRun(run_id, artifacts)})
+        return
+    handle = RunHandle(store, store.get_run(run_id), artifacts)
+    try:
+        values = run_dag(dag, {"run": handle}, _log_step_event)
+    finally:
+        handle.close()
+    _write_result(Path(os.environ[RESULT_FILE_ENV]), values)
+
+
+def _through(dag: Dag, last: str) -> Dag:
+    """The steps of `dag` up to and including `last`, in run order (closed under inputs)."""
+    names = [step.name for step in dag.order()]
+    keep = set(names[: names.index(last) + 1])
+    return Dag(dag.name, tuple(s for s in dag.steps if s.name in keep), dag.initial)
+
+
+def _log_step_event(event: StepEvent) -> None:
+    if event.state == "finished":
+        log.info("step %-9s done in %.1fs", event.step, event.seconds)
+
+
+def _write_result(path: Path, values: dict[str, Any]) -> None:
+    evaluation: EvalReport = values["evaluation"]
+    version = values["model_version"]
+    result = {
+        "evaluation": {"split": evaluation.split, "metrics": evaluation.metrics,
+                       "rows": evaluation.rows},
+        "gate": values["gate"].to_dict(),
+        "model_version": [version.model_name, version.version] if version else None,
+    }
+    path.write_text(json.dumps(result))
+
+
+def _read_result(path: Path, handle: RunHandle) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    gate = data["gate"]
+    version = data["model_version"]
+    return {
+        "evaluation": EvalReport(**data["evaluation"]),
+        "gate": GateResult(passed=gate["passed"], failures=tuple(gate["failures"])),
+        "model_version": handle.store.get_model_version(*version) if version else None,
+    }
+
+
+class NullRun:
+    """The run as ranks > 0 see it: every write is dropped, so only rank 0 records."""
+
+    def __init__(self, run_id: str, artifacts: ArtifactStore) -> None:
+        self.run_id = run_id
+        self.artifacts = artifacts
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        pass
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        pass
+
+    def set_summary(self, metrics: dict[str, float]) -> None:
+        pass
+
+    def set_data_version(self, version: DataVersion) -> None:
+        pass
+
+    def put_artifact(self, name: str, data: bytes) -> str:
+        return self.artifacts.run_uri(self.run_id) + "/" + name
+
+    def log_artifact(self, path: str | Path, name: str | None = None) -> str:
+        return self.artifacts.run_uri(self.run_id) + "/" + (name or Path(path).name)
+
+
+def configure_worker_logging() -> None:
+    """Plain `trainforge` log lines on stderr, prefixed by torchrun with the rank."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("trainforge")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)

@@ -1,0 +1,72 @@
+"""ORM rows turned into the frozen records of `trainforge.entities` (rows never leave storage)."""
+
+from __future__ import annotations
+
+import math
+
+from trainforge.entities import (
+    DataVersion,
+    Experiment,
+    ModelStage,
+    ModelVersion,
+    Pipeline,
+    Run,
+    RunStatus,
+)
+from trainforge.storage.tables import (
+    DataVersionRow,
+    ExperimentRow,
+    ModelVersionRow,
+    PipelineRow,
+    RunRow,
+    as_utc,
+)
+
+
+def to_experiment(row: ExperimentRow) -> Experiment:
+    return Experiment(experiment_id=row.experiment_id, name=row.name,
+                      description=row.description, owner=row.owner)
+
+
+def metrics_json(metrics: dict[str, float]) -> dict[str, float | None]:
+    """JSON has no NaN or infinity (PostgreSQL's JSONB refuses them): store those as null."""
+    return {k: float(v) if math.isfinite(v) else None for k, v in metrics.items()}
+
+
+def metrics_from_json(stored: dict[str, float | None]) -> dict[str, float]:
+    return {k: float("nan") if v is None else float(v) for k, v in stored.items()}
+
+
+def to_pipeline(row: PipelineRow) -> Pipeline:
+    return Pipeline(pipeline_id=row.pipeline_id, name=row.name, dag_config=dict(row.dag_config),
+                    schedule=row.schedule, created_by=row.created_by)
+
+
+def to_run(row: RunRow, metrics: dict[str, float]) -> Run:
+    return Run(
+        run_id=row.run_id, experiment_id=row.experiment_id, status=RunStatus(row.status),
+        params=dict(row.params), metrics=metrics, tags=dict(row.tags),
+        environment=dict(row.environment), artifact_uri=row.artifact_uri,
+        started_at=as_utc(row.started_at),
+        ended_at=None if row.ended_at is None else as_utc(row.ended_at),
+        git_commit=row.git_commit, git_dirty=row.git_dirty,
+        data_version_id=row.data_version_id, error=row.error, pipeline_id=row.pipeline_id,
+        parent_run_id=row.parent_run_id,
+        heartbeat_at=None if row.heartbeat_at is None else as_utc(row.heartbeat_at),
+        device_hours=float(row.device_hours or 0.0),
+    )
+
+
+def to_data_version(row: DataVersionRow) -> DataVersion:
+    return DataVersion(data_version_id=row.data_version_id, source=row.source,
+                       files=tuple(dict(f) for f in row.files), num_rows=row.num_rows,
+                       created_at=as_utc(row.created_at))
+
+
+def to_model_version(row: ModelVersionRow) -> ModelVersion:
+    return ModelVersion(
+        model_name=row.model_name, version=row.version, run_id=row.run_id,
+        stage=ModelStage(row.stage), artifact_uri=row.artifact_uri,
+        created_at=as_utc(row.created_at), metrics=metrics_from_json(row.metrics),
+        data_version_id=row.data_version_id, git_commit=row.git_commit,
+    )

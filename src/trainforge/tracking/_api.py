@@ -1,0 +1,119 @@
+"""Reading runs back, comparing them, and housekeeping (crashed runs, spill replay).
+
+Each function takes an optional `store`; without one it uses `default_store()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from trainforge.entities import MetricPoint, Run
+from trainforge.errors import NotFound
+from trainforge.tracking._defaults import default_store, spill_directory
+from trainforge.tracking._spill import replay_directory
+from trainforge.tracking._store import TrackingStore
+
+DEFAULT_CRASH_TIMEOUT_S = 300.0
+
+
+def search_runs(
+    experiment: str | Sequence[str] | None = None,
+    filter: str | None = None,
+    sort: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    store: TrackingStore | None = None,
+) -> list[Run]:
+    """Runs of the named experiment(s) (all when None) matching `filter`, ordered by `sort`.
+
+    `filter`: "metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3 and status =
+    'completed'"; `sort`: "-metrics.test_auc,started_at" ("-" descending; missing values last;
+    ties newest first). `QueryError` names the position of a mistake; `NotFound` an unknown
+    experiment.
+    """
+    store = store or default_store()
+    experiment_ids = None
+    if experiment is not None:
+        names = [experiment] if isinstance(experiment, str) else list(experiment)
+        known = {e.name: e.experiment_id for e in store.list_experiments()}
+        missing = [name for name in names if name not in known]
+        if missing:
+            raise NotFound(f"experiment {missing[0]!r} not found (have: "
+                           f"{', '.join(sorted(known)) or 'none'})")
+        experiment_ids = [known[name] for name in names]
+    return store.search_runs(experiment_ids, filter, sort, limit, offset)
+
+
+def get_run(run_id: str, store: TrackingStore | None = None) -> Run:
+    """The stored run; `NotFound` when there is none."""
+    return (store or default_store()).get_run(run_id)
+
+
+def get_metric_history(
+    run_id: str, key: str, max_points: int | None = None, store: TrackingStore | None = None
+) -> list[MetricPoint]:
+    """The series `key` of the run by step; with `max_points`, downsampled in the database to
+    at most that many points, keeping each bucket's minimum and maximum."""
+    return (store or default_store()).get_metric_history(run_id, key, max_points)
+
+
+def collect_crashed_runs(
+    timeout_s: float = DEFAULT_CRASH_TIMEOUT_S, store: TrackingStore | None = None
+) -> list[Run]:
+    """Mark `crashed` every running run whose heartbeat is older than `timeout_s`; return them."""
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+    cutoff = datetime.now(timezone.utc) - timedelta(seconds=timeout_s)
+    return (store or default_store()).mark_crashed(cutoff)
+
+
+def replay_spills(
+    store: TrackingStore | None = None, directory: str | Path | None = None
+) -> dict[str, int]:
+    """Write what runs spilled while the database was unreachable: run id → records replayed."""
+    return replay_directory(store or default_store(), Path(directory or spill_directory()))
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Runs side by side: `params` only where they differ (flattened "a.b.c" keys), every
+    metric key of any run; a value a run lacks is None."""
+
+    run_ids: tuple[str, ...]
+    params: dict[str, tuple[Any, ...]]
+    metrics: dict[str, tuple[float | None, ...]]
+    same_params: int
+
+
+def compare_runs(run_ids: Sequence[str], store: TrackingStore | None = None) -> RunComparison:
+    """Fetch and compare runs; at least two ids, `NotFound` naming the first unknown one."""
+    if len(run_ids) < 2:
+        raise ValueError(f"compare needs at least two runs, got {len(run_ids)}")
+    store = store or default_store()
+    return comparison([store.get_run(run_id) for run_id in run_ids])
+
+
+def comparison(runs: Sequence[Run]) -> RunComparison:
+    """The comparison of `runs` (pure)."""
+    flat = [_flatten(run.params) for run in runs]
+    param_keys = sorted(set().union(*flat))
+    params = {key: tuple(f.get(key) for f in flat) for key in param_keys}
+    differing = {key: values for key, values in params.items() if len(set(map(repr, values))) > 1}
+    metric_keys = sorted(set().union(*(run.metrics for run in runs)))
+    metrics = {key: tuple(run.metrics.get(key) for run in runs) for key in metric_keys}
+    return RunComparison(tuple(run.run_id for run in runs), differing, metrics,
+                         len(params) - len(differing))
+
+
+def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -1,0 +1,33 @@
+"""Where the trainer reports: anything with `log_metrics(metrics, step)` (a tracked run's
+`RunHandle`, or a plain recorder). A sink that also has `set_tags(tags)` gets the training
+set-up recorded; one with `log_artifact(path, name)` gets artifacts (the profiler trace).
+Under DDP/FSDP only rank 0 reports; other ranks report to `NullSink`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+
+class MetricSink(Protocol):
+    """Where the trainer reports metrics (a tracked run, or anything with this method)."""
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+
+@runtime_checkable
+class TagSink(Protocol):
+    def set_tags(self, tags: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class ArtifactSink(Protocol):
+    def log_artifact(self, path: str | Path, name: str | None = None) -> str: ...
+
+
+class NullSink:
+    """Accepts metrics and drops them."""
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        pass

@@ -1,0 +1,27 @@
+"""Checkpoints that survive crashes and resume bit for bit.
+
+A trainer hands `CheckpointManager` its whole state as one mapping:
+
+    {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+     "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
+     "rng": capture_rng_state(), "data": {"epoch": 3, "batch": 120, "seed": 7},
+     "trainer": {"global_step": 4200, "best_metric": 0.31, "early_stopping": {...}}}
+
+Tensors go to one safetensors file, everything else to a JSON document (tuples, int keys, bytes
+and NumPy values keep their types), and a manifest with each file's size and checksum is
+written last as the commit marker. Loading verifies checksums first and never unpickles. See
+`CheckpointManager` for saving on a policy, asynchronous saves, retention and loading.
+"""
+
+from trainforge.train.checkpoint._format import CheckpointInfo
+from trainforge.train.checkpoint._manager import CheckpointManager
+from trainforge.train.checkpoint._rng import capture_rng_state, restore_rng_state
+from trainforge.train.checkpoint._warnings import CheckpointWarning
+
+__all__ = [
+    "CheckpointInfo",
+    "CheckpointManager",
+    "CheckpointWarning",
+    "capture_rng_state",
+    "restore_rng_state",
+]

@@ -1,0 +1,308 @@
+"""`CheckpointManager`: the one object a trainer talks to about checkpoints."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainforge.config import CheckpointSpec
+from trainforge.errors import CheckpointError
+from trainforge.train.checkpoint._codec import encode
+from trainforge.train.checkpoint._format import (
+    MANIFEST,
+    CheckpointInfo,
+    Scan,
+    load_checkpoint,
+    scan,
+    step_of,
+    write_checkpoint,
+)
+from trainforge.train.checkpoint._policy import is_due, select_deletions
+from trainforge.train.checkpoint._snapshot import SnapshotArena, in_place
+from trainforge.train.checkpoint._storage import open_storage
+from trainforge.train.checkpoint._warnings import CheckpointWarning
+
+Callback = Callable[[CheckpointInfo], None]
+
+
+def _numbers(metrics: Mapping[str, float] | None) -> dict[str, float]:
+    """A copy of `metrics` as floats, taken on the caller's thread."""
+    try:
+        return {str(k): float(v) for k, v in (metrics or {}).items()}
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint metrics must be numbers: {exc}") from exc
+
+
+@dataclass
+class _Outcome:
+    """What one background job did; delivered to callbacks on the caller's thread."""
+
+    saved: CheckpointInfo | None = None
+    deleted: list[CheckpointInfo] = field(default_factory=list)
+    error: Exception | None = None
+
+
+class CheckpointManager:
+    """Saves, lists, loads and prunes the checkpoints of one run at one location.
+
+    `location` is a folder or `s3://bucket/prefix` (`storage_options` go to s3fs: credentials,
+    `client_kwargs={"endpoint_url": ...}`). Checkpoints are `step-<step:010d>/` folders whose
+    manifest is written last; anything without a valid manifest is skipped with a
+    `CheckpointWarning`.
+
+    Threads: call every method from one thread (the training loop). An asynchronous save copies
+    the tensors to CPU memory on that thread, then a single background thread writes them and
+    applies retention; at most one save is in flight, a second waits for the first. An error of
+    the background thread is raised as `CheckpointError` by the next call, which then does
+    nothing else (a later call works normally). `on_saved(info)` runs after a checkpoint is
+    committed, `on_deleted(info)` after storage confirmed a deletion; both run on the caller's
+    thread, from whichever call collects the finished job (`maybe_save`, `save`, `wait`, ...).
+    When a folder left without a manifest is removed, `on_deleted` gets an info with only `step`
+    and `uri`. If the process dies in between, storage is right and a record may lag: reconcile
+    with `list()`.
+
+    One writer per location. The manager keeps its CPU copy of the state between asynchronous
+    saves (reused by the next one); the states `load` returns belong to the caller.
+
+    >>> import tempfile, torch
+    >>> folder, model = tempfile.TemporaryDirectory(), torch.nn.Linear(2, 1)
+    >>> manager = CheckpointManager(folder.name, CheckpointSpec(every_n_steps=100), "r1")
+    >>> manager.maybe_save(100, 0, elapsed=12.0, state_fn=lambda: {"model": model.state_dict()})
+    True
+    >>> manager.wait().step
+    100
+    >>> state, info = manager.load()
+    >>> model.load_state_dict(state["model"])
+    <All keys matched successfully>
+    >>> manager.close(); folder.cleanup()
+    """
+
+    def __init__(
+        self,
+        location: str | Path,
+        policy: CheckpointSpec | None = None,
+        run_id: str | None = None,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        on_saved: Callback | None = None,
+        on_deleted: Callback | None = None,
+    ) -> None:
+        self.policy = policy or CheckpointSpec()
+        self.run_id = run_id
+        self._storage = open_storage(location, storage_options)
+        self._on_saved = on_saved
+        self._on_deleted = on_deleted
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: Future[_Outcome] | None = None
+        self._arena = SnapshotArena()
+        self._last_step: int | None = None
+        self._last_elapsed = 0.0
+
+    @property
+    def location(self) -> str:
+        """Where the checkpoints live (a folder path or URI)."""
+        return self._storage.uri
+
+    def maybe_save(
+        self,
+        step: int,
+        epoch: int | None,
+        elapsed: float,
+        state_fn: Callable[[], Mapping[str, Any]],
+        metrics: Mapping[str, float] | None = None,
+        epoch_end: bool = False,
+    ) -> bool:
+        """Save `state_fn()` if the policy asks for it at `step`; return whether it did.
+
+        Call it after every optimizer step and at each epoch end. `elapsed` is seconds on the
+        caller's clock (e.g. since training started) for `every_n_minutes`. `state_fn` is only
+        called when a save is due.
+        """
+        self._collect()
+        due = is_due(
+            self.policy,
+            step=step,
+            elapsed=elapsed,
+            epoch_end=epoch_end,
+            last_step=self._last_step,
+            last_elapsed=self._last_elapsed,
+        )
+        if due:
+            self.save(step, state_fn(), epoch=epoch, metrics=metrics)
+            self._last_elapsed = elapsed
+        return due
+
+    def save(
+        self,
+        step: int,
+        state: Mapping[str, Any],
+        *,
+        epoch: int | None = None,
+        metrics: Mapping[str, float] | None = None,
+        blocking: bool | None = None,
+    ) -> None:
+        """Save `state` as the checkpoint of `step` (`blocking` None: `not policy.async_save`).
+
+        `state` is a mapping such as `{"model": ..., "optimizer": ..., "rng": ...}` of tensors,
+        NumPy arrays, scalars, str, bytes, lists, tuples and dicts. An unstorable value raises
+        `CheckpointError` here, naming its path. Asynchronous: returns once the state is copied;
+        the state may then change freely. Blocking: returns once the checkpoint is committed.
+        """
+        self._collect()
+        if not isinstance(state, Mapping):
+            raise CheckpointError(f"checkpoint state must be a mapping, got {type(state)}")
+        tree, tensors = encode(state)
+        meta = {"step": step, "epoch": epoch, "run_id": self.run_id, "metrics": _numbers(metrics)}
+        self.wait()
+        if blocking if blocking is not None else not self.policy.async_save:
+            self._deliver(self._job(tree, in_place(tensors), meta))
+        else:
+            copies = self._arena.copy(tensors)
+            self._pending = self._worker().submit(self._job, tree, copies, meta)
+        self._last_step = step
+
+    def wait(self) -> CheckpointInfo | None:
+        """Block until the save in flight is done; return what it committed (None if none)."""
+        if self._pending is None:
+            return None
+        self._pending.exception()  # waits; the outcome carries any error
+        return self._collect()
+
+    def latest(self) -> CheckpointInfo | None:
+        """The newest checkpoint whose manifest is valid and files have the right sizes."""
+        valid = self.list()
+        return valid[-1] if valid else None
+
+    def list(self) -> list[CheckpointInfo]:
+        """Valid checkpoints, oldest first; waits for a save in flight, warns about the rest."""
+        self.wait()
+        return self._scan().valid
+
+    def load(self, info: CheckpointInfo | None = None) -> tuple[dict[str, Any], CheckpointInfo]:
+        """The verified state of `info`, or of the newest checkpoint that verifies.
+
+        Every file's checksum is checked before it is parsed. With `info` None, a checkpoint
+        that fails is skipped with a `CheckpointWarning` naming it and why, and the previous one
+        is tried; `CheckpointError` when none is left. With `info` given, failure raises.
+        Afterwards `maybe_save` does not save the loaded step again.
+        """
+        self.wait()
+        candidates = [info] if info is not None else self._scan().valid[::-1]
+        for candidate in candidates:
+            try:
+                state, loaded = load_checkpoint(self._storage, candidate.name)
+            except CheckpointError as exc:
+                if info is not None:
+                    raise
+                warnings.warn(
+                    f"{exc}; falling back to an older checkpoint", CheckpointWarning, stacklevel=2
+                )
+                continue
+            self._last_step = loaded.step
+            return state, loaded
+        raise CheckpointError(f"no valid checkpoint under {self.location}")
+
+    def gc(
+        self, keep_last: int | None = None, keep_best: int | None = None
+    ) -> list[CheckpointInfo]:
+        """Apply retention now (defaults: the policy's); return what was deleted.
+
+        Keeps the `keep_last` newest and the `keep_best` best by `policy.monitor`; the best are
+        never deleted by the last-K rule. Each deletion removes the manifest first, so a
+        checkpoint is never half valid; a failed run raises `CheckpointError` and can be
+        repeated, which also removes folders left without a manifest older than the newest
+        valid checkpoint (newer ones may be a save in progress).
+        """
+        self.wait()
+        keep_last = self.policy.keep_last if keep_last is None else keep_last
+        keep_best = self.policy.keep_best if keep_best is None else keep_best
+        outcome = _Outcome()
+        self._retain(outcome, keep_last, keep_best)
+        self._deliver(outcome)
+        return outcome.deleted
+
+    def close(self) -> None:
+        """Wait for the save in flight and stop the background thread."""
+        try:
+            self.wait()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+
+    def __enter__(self) -> CheckpointManager:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="trainforge-checkpoint")
+        return self._executor
+
+    def _job(self, tree: Any, tensors: dict, meta: dict) -> _Outcome:
+        """Write one checkpoint, then apply the policy's retention (any thread)."""
+        outcome = _Outcome()
+        try:
+            outcome.saved = write_checkpoint(self._storage, tree, tensors, meta)
+        except Exception as exc:
+            outcome.error = CheckpointError(
+                f"saving step {meta['step']} to {self.location} failed: {exc}"
+            )
+            outcome.error.__cause__ = exc
+            return outcome
+        self._retain(outcome, self.policy.keep_last, self.policy.keep_best)
+        return outcome
+
+    def _retain(self, outcome: _Outcome, keep_last: int | None, keep_best: int) -> None:
+        """Delete what retention drops and old unfinished folders; record it in `outcome`."""
+        try:
+            found = scan(self._storage)
+            victims = select_deletions(
+                found.valid,
+                keep_last=keep_last,
+                keep_best=keep_best,
+                monitor=self.policy.monitor,
+                mode=self.policy.mode,
+            )
+            for info in victims:
+                self._storage.delete(f"{info.name}/{MANIFEST}")
+                self._storage.delete_dir(info.name)
+                outcome.deleted.append(info)
+            newest = found.valid[-1].step if found.valid else -1
+            for name in found.unfinished:
+                step = step_of(name)
+                if step is not None and step < newest:
+                    self._storage.delete_dir(name)
+                    outcome.deleted.append(CheckpointInfo(step, self._storage.uri_of(name)))
+        except Exception as exc:
+            outcome.error = CheckpointError(f"deleting checkpoints under {self.location}: {exc}")
+            outcome.error.__cause__ = exc
+
+    def _scan(self) -> Scan:
+        found = scan(self._storage)
+        for reason in found.invalid.values():
+            warnings.warn(f"{reason}; checkpoint skipped", CheckpointWarning, stacklevel=3)
+        return found
+
+    def _collect(self) -> CheckpointInfo | None:
+        """Deliver the finished background job, if any; raise its error."""
+        if self._pending is None or not self._pending.done():
+            return None
+        outcome, self._pending = self._pending.result(), None
+        return self._deliver(outcome)
+
+    def _deliver(self, outcome: _Outcome) -> CheckpointInfo | None:
+        if outcome.saved is not None and self._on_saved is not None:
+            self._on_saved(outcome.saved)
+        for info in outcome.deleted:
+            if self._on_deleted is not None:
+                self._on_deleted(info)
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.saved

@@ -1,0 +1,100 @@
+"""`trainforge runs list --filter --sort`, `compare`, `history`, `gc`, `replay` (in-process)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from trainforge.cli import app
+from trainforge.tracking import default_store, start_run
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Three runs of 'fraud' and one of 'churn', in the default (isolated) store."""
+    made = []
+    for experiment, auc, lr in [("fraud", 0.95, 1e-4), ("fraud", 0.91, 1e-2),
+                                ("fraud", 0.80, 5e-4), ("churn", 0.99, 1e-4)]:
+        with start_run(experiment, {"training": {"optimizer": {"lr": lr}, "epochs": 3}},
+                       code_dir=tmp_path) as run:
+            for step in range(300):
+                run.log_metric("loss", 1.0 / (step + 1), step)
+            run.set_summary({"test_auc": auc})
+        made.append(run.run_id)
+    return made
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_list_filters_sorts_and_limits(runs):
+    result = invoke("runs", "list", "--experiment", "fraud", "--filter",
+                    "metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3",
+                    "--sort", "-metrics.test_auc", "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["run_id"] for r in json.loads(result.stdout)] == [runs[0]]
+    table = invoke("runs", "list", "--sort", "-metrics.test_auc", "--limit", "2").stdout
+    lines = table.splitlines()
+    assert lines[0].split() == ["run_id", "experiment", "status", "started", "seconds", "metrics"]
+    assert [line.split()[0] for line in lines[1:]] == [runs[3], runs[0]]
+    assert "test_auc=0.99" in lines[1] and "─" not in table
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--filter", "metrics.test_auc >> 0.9"],
+     "--filter 'metrics.test_auc >> 0.9' at position 18: expected a number or a quoted string"),
+    (["--sort", "-bogus"], "--sort '-bogus' at position 1: cannot sort by 'bogus'"),
+])
+def test_a_bad_filter_or_sort_exits_2_naming_the_position(runs, args, message):
+    result = invoke("runs", "list", *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_unknown_experiment_exits_1(runs):
+    result = invoke("runs", "list", "--experiment", "nope")
+    assert result.exit_code == 1 and "experiment 'nope' not found" in result.stderr
+
+
+def test_compare_shows_differing_params_and_final_metrics(runs):
+    result = invoke("runs", "compare", runs[0], runs[1], runs[2], "--json")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["params"] == {"training.optimizer.lr": [1e-4, 1e-2, 5e-4]}
+    assert shown["same_params"] == 1  # training.epochs
+    assert shown["metrics"]["test_auc"] == [0.95, 0.91, 0.8]
+    assert shown["metrics"]["loss"] == [1 / 300] * 3
+    table = invoke("runs", "compare", runs[0], runs[1]).stdout.splitlines()
+    assert table[0].split() == ["field", runs[0][:8], runs[1][:8]]
+    assert table[1].split() == ["params.training.optimizer.lr", "0.0001", "0.01"]
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["nope", "other"], 1, "run 'nope' not found"),
+    (["only-one"], 2, "compare needs at least two run ids"),
+])
+def test_compare_bad_arguments(runs, args, code, message):
+    result = invoke("runs", "compare", *args)
+    assert result.exit_code == code and message in result.stderr
+
+
+def test_history_downsamples_on_request(runs):
+    full = json.loads(invoke("runs", "history", runs[0], "loss", "--json").stdout)
+    assert [p["step"] for p in full] == list(range(300))
+    small = json.loads(invoke("runs", "history", runs[0], "loss", "--max-points", "20",
+                              "--json").stdout)
+    assert len(small) <= 20 and small[0]["value"] == 1.0
+    assert invoke("runs", "history", "nope", "loss").exit_code == 1
+    assert invoke("runs", "history", runs[0], "loss", "--max-points", "1").exit_code == 2
+
+
+def test_gc_and_replay_report_what_they_did(runs):
+    store = default_store()
+    open_run = start_run("fraud", store=store)
+    result = invoke("runs", "gc", "--timeout", "3600")
+    assert result.exit_code == 0 and result.stdout.strip().endswith("0 run(s) marked crashed")
+    open_run.end()
+    assert json.loads(invoke("runs", "replay", "--json").stdout) == {}
+    assert invoke("runs", "gc", "--timeout", "0").exit_code == 2
