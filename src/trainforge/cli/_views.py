@@ -7,7 +7,6 @@ from typing import Any
 from trainforge.entities import ModelVersion, Run
 from trainforge.pipeline import PipelineResult
 
-
 HEADLINE_METRICS = ("roc_auc", "accuracy", "f1", "macro_f1", "r2", "mse", "mae")
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import difflib
 import types
-from dataclasses import dataclass
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 

@@ -14,13 +14,13 @@ from trainforge.train._callbacks import Callback
 from trainforge.train._monitors import EarlyStopping, NanGuard, logged_metric_names
 from trainforge.train._optim import LRSchedule, build_optimizer, lr_factor, make_clipper
 from trainforge.train._precision import Precision, make_precision
-from trainforge.train._progress import make_progress
 from trainforge.train._profiler import ProfilerCallback
+from trainforge.train._progress import make_progress
 from trainforge.train._sinks import MetricSink, NullSink
 from trainforge.train._strategy import make_strategy, resolve_device
 from trainforge.train._trainer import (
-    TrainResult,
     Trainer,
+    TrainResult,
     TrainState,
     infer_task,
     make_loss,
