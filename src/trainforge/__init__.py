@@ -26,6 +26,7 @@ _EXPORTS = {
     "Run": "trainforge.entities",
     "RunStatus": "trainforge.entities",
     "ArtifactError": "trainforge.errors",
+    "CheckpointError": "trainforge.errors",
     "Conflict": "trainforge.errors",
     "DataError": "trainforge.errors",
     "DataNotFound": "trainforge.errors",
