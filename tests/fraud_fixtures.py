@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
+from example_scripts import EXAMPLES, load_example_script
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fraud"
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("fraud_generate", EXAMPLE / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+EXAMPLE = EXAMPLES / "fraud"
 
 
 @pytest.fixture(scope="session")
 def fraud_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Generated once per session: 6 days, 24,000 transactions."""
     out = tmp_path_factory.mktemp("fraud_slice")
-    _generator().generate(out, days=6, rows=24_000, seed=7)
+    load_example_script("fraud", "generate.py").generate(out, days=6, rows=24_000, seed=7)
     return out
 
 

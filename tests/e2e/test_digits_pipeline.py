@@ -1,24 +1,21 @@
 """The digits example end to end: a CNN in bf16-mixed with a cosine schedule and early stopping."""
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
+from example_scripts import EXAMPLES, load_example_script
 
 from trainforge.entities import RunStatus
 from trainforge.pipeline import run_pipeline
 from trainforge.storage import open_store
 
 pytest.importorskip("sklearn", reason="the digits images ship with scikit-learn")
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+EXAMPLE = EXAMPLES / "digits"
 
 
 def load_prepare():
-    spec = importlib.util.spec_from_file_location("digits_prepare", EXAMPLE / "prepare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example_script("digits", "prepare.py")
 
 
 @pytest.fixture

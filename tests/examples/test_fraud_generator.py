@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -11,19 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from example_scripts import EXAMPLES, load_example_script
 
-FRAUD_DIR = Path(__file__).resolve().parents[2] / "examples" / "fraud"
+FRAUD_DIR = EXAMPLES / "fraud"
 DAYS, ROWS, SEED = 3, 3000, 7
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("fraud_generate", FRAUD_DIR / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_example_script("fraud", "generate.py")
 
 
 def _read(paths: list[Path]) -> pd.DataFrame:
