@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "PipelineSpec": "trainforge.config",
     "load_spec": "trainforge.config",
+    "CheckpointRecord": "trainforge.entities",
     "DataVersion": "trainforge.entities",
     "Experiment": "trainforge.entities",
     "MetricPoint": "trainforge.entities",
@@ -32,7 +33,9 @@ _EXPORTS = {
     "DataNotFound": "trainforge.errors",
     "DataValidationError": "trainforge.errors",
     "NotFound": "trainforge.errors",
+    "Preempted": "trainforge.errors",
     "RunFailed": "trainforge.errors",
+    "RunPreempted": "trainforge.errors",
     "SpecError": "trainforge.errors",
     "StoreError": "trainforge.errors",
     "TrainforgeError": "trainforge.errors",

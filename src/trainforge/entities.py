@@ -90,6 +90,25 @@ class DataVersion:
 
 
 @dataclass(frozen=True)
+class CheckpointRecord:
+    """A checkpoint a run saved at `step`, as the tracking store records it: where it lies
+    (`uri`) and the metrics it was saved with. `deleted_at` is set once its files were deleted;
+    the record stays, so the run's history still shows it."""
+
+    run_id: str
+    step: int
+    uri: str
+    epoch: int | None
+    metrics: dict[str, float]
+    created_at: datetime
+    deleted_at: datetime | None = None
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+@dataclass(frozen=True)
 class ModelVersion:
     model_name: str
     version: str

@@ -13,7 +13,9 @@
     ├── ArtifactError               an artifact name or file is unusable
     ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
-    └── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
+    ├── Preempted                   a preemption signal stopped the process (checkpoint saved)
+    ├── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
+    └── RunPreempted                a tracked run ended `preempted` (names the run; resumable)
 
 User errors say where (file, field path, row) and what was expected; `assert` is kept for
 internal invariants only.
@@ -93,9 +95,32 @@ class TrainingError(TrainforgeError):
     """Training cannot start or continue."""
 
 
+class Preempted(TrainforgeError):
+    """A preemption signal (SIGTERM, or one configured) asked the process to stop.
+
+    `signal` names it; `step` is the global step whose checkpoint was saved before stopping
+    (None when the signal came outside training, before any step).
+    """
+
+    def __init__(self, signal: str, step: int | None = None) -> None:
+        self.signal = signal
+        self.step = step
+        where = f" after step {step} (checkpoint saved)" if step is not None else ""
+        super().__init__(f"preempted by {signal}{where}")
+
+
 class RunFailed(TrainforgeError):
     """A tracked run ended `failed`; `run_id` names it and `__cause__` holds the reason."""
 
     def __init__(self, run_id: str, cause: BaseException) -> None:
         self.run_id = run_id
         super().__init__(f"run {run_id} failed: {cause}")
+
+
+class RunPreempted(TrainforgeError):
+    """A tracked run ended `preempted`; `run_id` names it, `__cause__` is the `Preempted`."""
+
+    def __init__(self, run_id: str, cause: Preempted) -> None:
+        self.run_id = run_id
+        self.step = cause.step
+        super().__init__(f"run {run_id} {cause}")

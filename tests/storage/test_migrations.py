@@ -20,7 +20,7 @@ from trainforge.storage import SqlStore, db
 from trainforge.storage.tables import Base
 
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
-          "run_metrics", "metric_batches"}
+          "run_metrics", "metric_batches", "checkpoints"}
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
@@ -80,6 +80,17 @@ def test_downgrade_to_base_removes_every_table(sqlite_url: str) -> None:
     assert _revision_and_tables(sqlite_url) == (None, set())
 
 
+def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> None:
+    SqlStore(db_url).close()
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            command.downgrade(db.alembic_config(connection), "0002")
+    finally:
+        engine.dispose()
+    assert _revision_and_tables(db_url) == ("0002", TABLES - {"checkpoints"})
+
+
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:
     def open_and_write(_: int) -> str:
         store = SqlStore(db_url)
@@ -132,6 +143,8 @@ def test_a_database_saved_at_0001_upgrades_keeping_its_data(tmp_path: Path) -> N
         store.log_metrics("r1", [MetricPoint("loss", 0.1, 5, 0.0)])
         assert store.get_run("r1").metrics["loss"] == 0.1
         store.create_model_version("fraud_detector", "r1", "u", ModelStage.NONE, {})
+        store.record_checkpoint("r1", 4, "file:///ckpt/4")
+        assert [c.step for c in store.list_checkpoints("r1")] == [4]
     finally:
         store.close()
     assert _revision_and_tables(f"sqlite:///{path}") == (db.head_revision(), TABLES)

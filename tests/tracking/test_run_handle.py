@@ -164,7 +164,7 @@ def test_an_attached_handle_logs_to_the_existing_run_and_leaves_it_open(store, a
         RunHandle.attach(store, "missing", artifacts)
 
 
-def test_sigterm_ends_the_run_failed_not_running(tmp_path):
+def test_sigterm_ends_the_run_preempted_not_running(tmp_path):
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     script = textwrap.dedent(f"""
         import sys, time
@@ -175,12 +175,14 @@ def test_sigterm_ends_the_run_failed_not_running(tmp_path):
             print(run.run_id, flush=True)
             time.sleep(60)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     run_id = proc.stdout.readline().strip()
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    assert proc.wait(timeout=30) == 1
+    assert "trainforge.errors.Preempted: preempted by SIGTERM" in proc.stderr.read()
     store = SqlStore(url)
     stored = store.get_run(run_id)
     store.close()
-    assert stored.status is RunStatus.FAILED
-    assert stored.error == "terminated (exit code 143)"
+    assert stored.status is RunStatus.PREEMPTED
+    assert stored.error == "preempted by SIGTERM"

@@ -1,5 +1,5 @@
 """Typer commands. Exit codes: 0 done, 1 the run failed, 2 bad spec or arguments,
-3 the run completed but a gate stopped registration."""
+3 the run completed but a gate stopped registration, 75 the run was preempted (resume it)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from trainforge.cli._views import (
     short_metrics,
     version_fields,
 )
-from trainforge.errors import NotFound, RunFailed, SpecError, TrainforgeError
+from trainforge.errors import NotFound, RunFailed, RunPreempted, SpecError, TrainforgeError
 from trainforge.orchestration import StepEvent
 from trainforge.pipeline import Launch, launch_pipeline, load_checked_spec, run_pipeline
 from trainforge.storage import open_store
@@ -35,6 +35,9 @@ NprocPerNode = Annotated[Optional[int], typer.Option(
 Nnodes = Annotated[int, typer.Option(min=1, help="Nodes; run this command on each of them.")]
 RdzvEndpoint = Annotated[Optional[str], typer.Option(help="HOST:PORT rendezvous of all nodes.")]
 MaxRestarts = Annotated[int, typer.Option(min=0, help="Restarts of the workers after a failure.")]
+Resume = Annotated[Optional[str], typer.Option(
+    metavar="RUN_ID", help="Continue this run from its newest checkpoint.")]
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again later (with --resume)
 
 
 def main() -> None:
@@ -81,6 +84,7 @@ def run(
     nnodes: Nnodes = 1,
     rdzv_endpoint: RdzvEndpoint = None,
     max_restarts: MaxRestarts = 0,
+    resume: Resume = None,
 ) -> None:
     """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
     --nproc-per-node)."""
@@ -90,12 +94,16 @@ def run(
         _setup_logging()
     try:
         if nproc_per_node is None:
-            result = run_pipeline(spec, overrides or [], listener=None if as_json else _print_step)
+            result = run_pipeline(spec, overrides or [], resume=resume,
+                                  listener=None if as_json else _print_step)
         else:
             launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts)
-            result = launch_pipeline(spec, overrides or [], launch)
+            result = launch_pipeline(spec, overrides or [], launch, resume=resume)
     except SpecError as exc:
         _fail(str(exc), 2)
+    except RunPreempted as exc:
+        _fail(f"{exc}\ncontinue it with: trainforge run {spec} --resume {exc.run_id}",
+              EXIT_PREEMPTED)
     except RunFailed as exc:
         _fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
     summary = pipeline_summary(result)

@@ -5,7 +5,8 @@ Unknown keys are errors (`extra="forbid"`); required fields have no default.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+import signal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -187,6 +188,53 @@ class ProfilerSpec(_Section):
         return {"enabled": data} if isinstance(data, bool) else data
 
 
+class CheckpointSpec(_Section):
+    """When checkpoints are saved, which are kept, and how a run resumes and stops
+    (`trainforge.train.checkpoint`)."""
+
+    location: str | None = Field(
+        None, description="folder or s3://bucket/prefix holding a folder per run; "
+        "None: the run's artifact folder"
+    )
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="s3fs options (endpoint_url, key, secret, ...)"
+    )
+    every_n_steps: PositiveInt | None = None
+    every_n_minutes: PositiveFloat | None = None
+    at_epoch_end: bool = True
+    keep_last: PositiveInt | None = Field(3, description="newest checkpoints kept; None keeps all")
+    keep_best: int = Field(0, ge=0, description="best checkpoints by `monitor`, kept besides those")
+    monitor: str | None = Field(None, description="metric that ranks checkpoints for keep_best")
+    mode: Literal["min", "max"] = "min"
+    async_save: bool = True
+    resume: Literal["never", "auto"] = Field(
+        "never", description="auto: continue the newest unfinished run of the same spec that "
+        "has a checkpoint, instead of starting a new run"
+    )
+    preempt_on: list[str] = Field(
+        default_factory=lambda: ["SIGTERM"],
+        description="signals that checkpoint at the next step and stop the run `preempted`",
+    )
+
+    @field_validator("preempt_on")
+    @classmethod
+    def _signal_names(cls, names: list[str]) -> list[str]:
+        unknown = [name for name in names if not isinstance(getattr(signal, name, None),
+                                                              signal.Signals)]
+        if unknown:
+            raise ValueError(f"unknown signal {unknown[0]!r}; expected a name such as "
+                             "'SIGTERM' or 'SIGUSR1'")
+        if "SIGKILL" in names or "SIGSTOP" in names:
+            raise ValueError("SIGKILL and SIGSTOP cannot be caught")
+        return names
+
+    @model_validator(mode="after")
+    def _check(self) -> CheckpointSpec:
+        if self.keep_best and not self.monitor:
+            raise ValueError("keep_best needs monitor (the metric that ranks checkpoints)")
+        return self
+
+
 class TrainingSpec(_Section):
     """How the model is trained; each nested section builds one component of the Trainer."""
 
@@ -212,6 +260,7 @@ class TrainingSpec(_Section):
         "auto", description="auto: a bar on a terminal, a log line every N steps otherwise"
     )
     profiler: ProfilerSpec = ProfilerSpec()
+    checkpoint: CheckpointSpec = CheckpointSpec()
 
     @model_validator(mode="after")
     def _check(self) -> TrainingSpec:
@@ -244,28 +293,6 @@ class EvaluationSpec(_Section):
 
 class RegistrySpec(_Section):
     model_name: str = Field(min_length=1)
-
-
-class CheckpointSpec(_Section):
-    """When checkpoints are saved and which are kept (`trainforge.train.checkpoint`)."""
-
-    location: str | None = Field(
-        None, description="folder or s3://bucket/prefix; None: decided by the caller (run's folder)"
-    )
-    every_n_steps: PositiveInt | None = None
-    every_n_minutes: PositiveFloat | None = None
-    at_epoch_end: bool = True
-    keep_last: PositiveInt | None = Field(3, description="newest checkpoints kept; None keeps all")
-    keep_best: int = Field(0, ge=0, description="best checkpoints by `monitor`, kept besides those")
-    monitor: str | None = Field(None, description="metric that ranks checkpoints for keep_best")
-    mode: Literal["min", "max"] = "min"
-    async_save: bool = True
-
-    @model_validator(mode="after")
-    def _check(self) -> CheckpointSpec:
-        if self.keep_best and not self.monitor:
-            raise ValueError("keep_best needs monitor (the metric that ranks checkpoints)")
-        return self
 
 
 class TrackingSpec(_Section):

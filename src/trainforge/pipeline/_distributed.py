@@ -74,17 +74,19 @@ class Launch:
 
 
 def launch_pipeline(
-    path: str | Path, overrides: list[str] | None, launch: Launch
+    path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None
 ) -> PipelineResult:
     """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
 
     Errors as `run_pipeline`: `SpecError` before any run exists (also for a launch the spec
     cannot use), `RunFailed` when a worker fails, naming the run and the worker's error.
+    Workers restarted by torchrun (`max_restarts`), like a `resume`d run, continue from the
+    run's newest checkpoint.
     """
     overrides = list(overrides or [])
     _check_launch(load_checked_spec(path, overrides), launch, str(path))
     execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
-    return run_pipeline(path, overrides, execute=execute)
+    return run_pipeline(path, overrides, execute=execute, resume=resume)
 
 
 def _check_launch(spec: Any, launch: Launch, source: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,16 +11,18 @@ from typing import Any
 
 from trainforge.config import PipelineSpec, load_spec
 from trainforge.entities import ModelVersion, Pipeline, Run
-from trainforge.errors import RunFailed, TrainforgeError
+from trainforge.errors import Preempted, RunFailed, RunPreempted, TrainforgeError
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import StepListener, run_dag
 from trainforge.pipeline._checks import check_spec
 from trainforge.pipeline._dag import build_training_dag
+from trainforge.pipeline._resume import check_resumable, find_resumable, process_tag
 from trainforge.registry import GateResult
 from trainforge.storage import open_store, trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking import RunHandle, TrackingStore, start_run
 
+log = logging.getLogger("trainforge")
 Execute = Callable[[RunHandle], dict[str, Any]]
 
 
@@ -42,6 +45,21 @@ def default_artifact_store() -> ArtifactStore:
     return open_artifact_store(trainforge_home() / "artifacts")
 
 
+def _run_to_resume(store: TrackingStore, spec: PipelineSpec, artifacts: ArtifactStore,
+                   resume: str | None) -> str | None:
+    """The id of the run to continue (checked), or None for a new run."""
+    if resume is not None:
+        check_resumable(store.get_run(resume), spec)
+        return resume
+    if spec.training.checkpoint.resume != "auto":
+        return None
+    experiment = store.get_or_create_experiment(spec.experiment_name)
+    found = find_resumable(store, experiment.experiment_id, spec, artifacts)
+    if found is not None:
+        log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
+    return found.run_id if found is not None else None
+
+
 def run_pipeline(
     path: str | Path,
     overrides: list[str] | None = None,
@@ -49,14 +67,19 @@ def run_pipeline(
     artifacts: ArtifactStore | None = None,
     listener: StepListener | None = None,
     execute: Execute | None = None,
+    resume: str | None = None,
 ) -> PipelineResult:
     """Run the pipeline a spec file declares, as one tracked run.
 
     Spec errors raise `SpecError` before any run exists; a later `TrainforgeError` ends the run
-    `failed` and is raised as `RunFailed` naming the run; Ctrl+C and SIGTERM end it `failed` too.
-    `execute(run)` runs the steps and returns their values (`evaluation`, `gate`,
-    `model_version`); by default the DAG runs in this process (`launch_pipeline` passes one
-    that starts torchrun workers instead).
+    `failed` and is raised as `RunFailed` naming the run; Ctrl+C ends it `failed` too. SIGTERM
+    (or a signal in `training.checkpoint.preempt_on`) ends it `preempted`, after a checkpoint
+    when it arrives during training, raised as `RunPreempted`. `resume` continues that run
+    from its newest checkpoint (`Conflict` if it completed or still runs); without it,
+    `training.checkpoint.resume: auto` continues the newest unfinished run of the same spec
+    that has one. `execute(run)` runs the steps and returns their values (`evaluation`,
+    `gate`, `model_version`); by default the DAG runs in this process (`launch_pipeline`
+    passes one that starts torchrun workers instead).
     """
     spec = load_checked_spec(path, overrides)
     store = store or open_store()
@@ -65,17 +88,27 @@ def run_pipeline(
     pipeline = store.upsert_pipeline(
         Pipeline(pipeline_id=spec.name, name=spec.name, dag_config=dag.describe())
     )
+    resume = _run_to_resume(store, spec, artifacts, resume)
     started = time.perf_counter()
     handle: RunHandle | None = None
+    params = spec.model_dump(mode="json")
     try:
         with start_run(
-            spec.experiment_name, spec.model_dump(mode="json"), store=store, artifacts=artifacts,
+            spec.experiment_name, params, store=store, artifacts=artifacts,
             pipeline_id=pipeline.pipeline_id, code_dir=Path(path).resolve().parent,
             tensorboard_dir=trainforge_home() / "tensorboard" if spec.tracking.tensorboard else None,
+            resume=resume,
         ) as handle:
-            handle.set_tags({"spec": {"path": str(path), "overrides": list(overrides or [])}})
+            if resume is not None:
+                handle.log_params(params)  # the spec this attempt runs
+            handle.set_tags({"spec": {"path": str(path), "overrides": list(overrides or [])},
+                             **process_tag()})
             values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
             handle.set_summary({"wall_time_s": time.perf_counter() - started})
+    except Preempted as exc:
+        if handle is None:
+            raise
+        raise RunPreempted(handle.run_id, exc) from exc
     except TrainforgeError as exc:
         if handle is None:
             raise

@@ -23,6 +23,7 @@ from trainforge.features import FeaturePipeline
 from trainforge.ingest import IngestResult, read_table
 from trainforge.models import build_model, output_size
 from trainforge.pipeline._dataset import Dataset, encode_classes, target_values
+from trainforge.pipeline._resume import checkpoint_location
 from trainforge.registry import GateResult, check_gates
 from trainforge.split import Splits, split_frame
 from trainforge.tracking import RunHandle
@@ -94,8 +95,10 @@ def train(spec: PipelineSpec, dataset: Dataset, run: RunHandle) -> dict[str, Any
     out_features = output_size(spec.model.task, len(dataset.classes))
     torch.manual_seed(spec.training.seed)  # the initial weights are part of what the seed fixes
     model = build_model(spec.model, dataset.num_features, out_features)
+    location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifacts)
+    run.set_tags({"checkpoint": {"location": location}})
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
-                      spec.evaluation)
+                      spec.evaluation, checkpoint_dir=location, resume=True)
     result = trainer.fit()
     run.set_summary({**result.history[-1], "train_steps": result.steps,
                      "train_wall_s": result.wall_s})

@@ -15,7 +15,11 @@ Rules, beyond the contract's:
   registrations of one model get distinct numbers;
 - `get_or_create_experiment`, `upsert_pipeline` and `put_data_version` are race-free upserts;
   a data version is content-addressed, so putting an existing id returns the stored record;
-- a metric value of NaN is stored as NULL and read back as NaN;
+- a metric value of NaN is stored as NULL and read back as NaN; in a checkpoint's metrics,
+  NaN and infinities are stored as JSON null and read back as NaN, as in a model version's;
+- `record_checkpoint` for a step already recorded overwrites that record (a resumed run saving
+  the step again), and `delete_metrics_after` rewinds the series and the latest values in one
+  transaction;
 - every datetime handed out is timezone-aware UTC.
 """
 
@@ -35,6 +39,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, Operat
 from sqlalchemy.orm import Session, sessionmaker
 
 from trainforge.entities import (
+    CheckpointRecord,
     DataVersion,
     Experiment,
     MetricPoint,
@@ -45,7 +50,7 @@ from trainforge.entities import (
     RunStatus,
 )
 from trainforge.errors import Conflict, NotFound, StoreError, StoreUnavailable
-from trainforge.storage import sql_metrics
+from trainforge.storage import sql_checkpoints, sql_metrics
 from trainforge.storage.db import WRITE, default_db_url, make_engine, migrate
 from trainforge.storage.query import parse_filter, parse_sort
 from trainforge.storage.records import (
@@ -59,6 +64,7 @@ from trainforge.storage.records import (
 from trainforge.storage.sql_search import search_query
 from trainforge.storage.tables import (
     Base,
+    CheckpointRow,
     DataVersionRow,
     ExperimentRow,
     MetricRow,
@@ -344,6 +350,50 @@ class SqlStore:
         with self._read() as session:
             _exists(session, run_id)
             return sorted(session.scalars(query))
+
+    def delete_metrics_after(self, run_id: str, step: int) -> int:
+        """Rewind the run's series to `step`, the step of the checkpoint it resumes from:
+        delete every point above it and set each latest value taken from one of those points to
+        the key's last point left (none left: no value); summary values stay. Returns how many
+        points were deleted."""
+        with self._write() as session:
+            _exists(session, run_id)
+            return sql_checkpoints.rewind_series(session, run_id, step)
+
+    # checkpoints
+
+    def record_checkpoint(
+        self, run_id: str, step: int, uri: str, epoch: int | None = None,
+        metrics: dict[str, float] | None = None,
+    ) -> CheckpointRecord:
+        """Record the checkpoint the run saved at `step`. A step recorded before (a resumed run
+        saving it again) is overwritten: new uri, epoch, metrics and creation time, not deleted.
+        A metric value of NaN or infinity is read back as NaN."""
+        with self._write() as session:
+            _exists(session, run_id)
+            return sql_checkpoints.upsert_checkpoint(
+                session, self._insert, run_id, step, uri, epoch, metrics or {}
+            )
+
+    def mark_checkpoint_deleted(self, run_id: str, step: int) -> None:
+        """Record that the files of the checkpoint at `step` were deleted, now; a checkpoint
+        already marked keeps its first time."""
+        with self._write() as session:
+            _exists(session, run_id)
+            row = session.get(CheckpointRow, (run_id, step), with_for_update=True)
+            if row is None:
+                raise NotFound(f"run {run_id!r} has no checkpoint at step {step}")
+            if row.deleted_at is None:
+                row.deleted_at = utcnow()
+
+    def list_checkpoints(
+        self, run_id: str, include_deleted: bool = False
+    ) -> list[CheckpointRecord]:
+        """The run's checkpoints by step; those whose files were deleted only with
+        `include_deleted`."""
+        with self._read() as session:
+            _exists(session, run_id)
+            return sql_checkpoints.checkpoints(session, run_id, include_deleted)
 
     # data versions
 

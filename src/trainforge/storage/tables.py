@@ -186,6 +186,22 @@ class MetricBatchRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class CheckpointRow(Base):
+    """A checkpoint a run saved at `step`. `metrics` holds null for NaN and infinities (JSON has
+    neither). `deleted_at` is set once its files were deleted; the row stays, so the run's
+    history still lists it."""
+
+    __tablename__ = "checkpoints"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.run_id"), primary_key=True)
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    uri: Mapped[str] = mapped_column(String(1024))
+    epoch: Mapped[int | None] = mapped_column(Integer)
+    metrics: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    deleted_at: Mapped[datetime | None]
+
+
 class ModelVersionRow(Base):
     __tablename__ = "model_versions"
 

@@ -17,18 +17,19 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
 from trainforge.entities import DataVersion, Run, RunStatus
-from trainforge.errors import Conflict, StoreUnavailable
+from trainforge.errors import Conflict, NotFound, Preempted, StoreUnavailable
 from trainforge.storage import trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking._defaults import default_store, spill_directory
 from trainforge.tracking._environment import capture_environment, git_state, gpu_info
 from trainforge.tracking._logger import MetricLogger
-from trainforge.tracking._spill import SpillFile, replay_directory
+from trainforge.tracking._spill import SpillFile, apply_record, replay_directory
 from trainforge.tracking._store import TrackingStore
 from trainforge.tracking._tensorboard import TensorBoardSink
 
@@ -50,8 +51,9 @@ class RunHandle:
     `flush_interval` seconds or `flush_every` points; spill file and replay when the database is
     unreachable; heartbeats). `set_tags`, `set_summary` and `log_params` write at once, and when
     the database is unreachable they wait in the spill file too, in order. Every method is safe
-    to call from any thread. Used as a context manager, the run ends `completed`, or `failed`
-    with the error on any exception, Ctrl+C or SIGTERM.
+    to call from any thread. Used as a context manager, the run ends `completed`, `preempted` on
+    SIGTERM (raised as `Preempted` in the main thread) or a `Preempted` error, or `failed` with
+    the error on any other exception or Ctrl+C.
 
     `RunHandle(store, run, artifacts)` attaches to an existing run (say, rank 0 of a torchrun
     job joining the launcher's run): it logs and sends heartbeats; `close()` (or interpreter
@@ -134,6 +136,31 @@ class RunHandle:
     def log_artifact(self, path: str | Path, name: str | None = None) -> str:
         return self.artifacts.put_file(self.run_id, path, name)
 
+    def record_checkpoint(self, step: int, uri: str, epoch: int | None,
+                          metrics: dict[str, float]) -> None:
+        """Record a committed checkpoint (`trainforge checkpoints list`). Storage is the truth:
+        with the database unreachable the record is skipped with a warning."""
+        try:
+            self.store.record_checkpoint(self.run_id, step, uri, epoch, metrics)
+        except StoreUnavailable as exc:
+            log.warning("run %s: checkpoint of step %d not recorded: %s", self.run_id, step, exc)
+
+    def mark_checkpoint_deleted(self, step: int) -> None:
+        """Record that storage confirmed the deletion of the checkpoint of `step`."""
+        try:
+            self.store.mark_checkpoint_deleted(self.run_id, step)
+        except (StoreUnavailable, NotFound) as exc:
+            log.warning("run %s: deletion of checkpoint %d not recorded: %s", self.run_id, step,
+                        exc)
+
+    def truncate_metrics(self, after_step: int) -> int:
+        """Delete the run's metric points after `after_step` (points logged so far are flushed
+        first); a run resuming from the checkpoint of that step logs them again. Returns how
+        many were deleted."""
+        self._check_open()
+        self.flush()
+        return self.store.delete_metrics_after(self.run_id, after_step)
+
     def put_artifact(self, name: str, data: bytes) -> str:
         return self.artifacts.put_bytes(self.run_id, name, data)
 
@@ -176,7 +203,7 @@ class RunHandle:
 
     def __enter__(self) -> RunHandle:
         if threading.current_thread() is threading.main_thread():
-            self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_as_exit)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_as_preemption)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -184,6 +211,8 @@ class RunHandle:
         try:
             if exc is None:
                 self.end(RunStatus.COMPLETED)
+            elif isinstance(exc, Preempted):
+                self._end_quietly(str(exc), RunStatus.PREEMPTED)
             else:
                 self._end_quietly(_describe(exc))
         finally:
@@ -218,10 +247,10 @@ class RunHandle:
             self._tensorboard.close()
         return hours
 
-    def _end_quietly(self, error: str) -> None:
-        """Mark the run failed without masking the exception that ends it."""
+    def _end_quietly(self, error: str, status: RunStatus = RunStatus.FAILED) -> None:
+        """Mark the run failed (or `status`) without masking the exception that ends it."""
         try:
-            self.end(RunStatus.FAILED, error)
+            self.end(status, error)
         except Exception:  # noqa: BLE001 - the original error matters more
             log.exception("run %s: could not record its failure", self.run_id)
 
@@ -297,8 +326,11 @@ def _create(
 
 
 def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: str) -> Run:
+    """Reopen a stored run, after replaying what its last attempt left in its spill file (an
+    `end` record replayed later would end the resumed run)."""
     if store.get_run(run_id).experiment_id != experiment_id:
         raise Conflict(f"run {run_id!r} to resume is not in experiment {experiment!r}")
+    SpillFile(spill_directory() / f"{run_id}.jsonl").replay(partial(apply_record, store, run_id))
     return store.reopen_run(run_id)
 
 
@@ -309,9 +341,9 @@ def _replay_quietly(store: TrackingStore) -> None:
         log.info("spill files not replayed yet", exc_info=True)
 
 
-def _sigterm_as_exit(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM as SystemExit(143) in the main thread, so the run is ended, not abandoned."""
-    raise SystemExit(128 + signum)
+def _sigterm_as_preemption(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as `Preempted` in the main thread, so the run ends `preempted`, not abandoned."""
+    raise Preempted(signal.Signals(signum).name)
 
 
 def _describe(exc: BaseException) -> str:

@@ -6,7 +6,11 @@ One SQL implementation (`trainforge.storage.SqlStore`) serves SQLite and Postgre
 - a missing run / experiment / model raises `NotFound`; a duplicate key raises `Conflict`;
 - a database that cannot be reached raises `StoreUnavailable` (callers may spill and retry);
 - `Run.metrics` holds, per key, the summary value when set, else the last logged point;
-- `log_metrics` with a `batch_id` is idempotent (a stored batch is skipped whole, False).
+- `log_metrics` with a `batch_id` is idempotent (a stored batch is skipped whole, False);
+- a run resuming from the checkpoint of step N calls `delete_metrics_after(run_id, N)` first,
+  so that the points its crashed attempt logged after N are not kept twice;
+- a checkpoint record is keyed by (run, step): recording a step again overwrites it. Deleting a
+  checkpoint's files marks its record deleted (the first time is kept); the record stays.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from trainforge.entities import (
+    CheckpointRecord,
     DataVersion,
     Experiment,
     MetricPoint,
@@ -82,6 +87,17 @@ class TrackingStore(Protocol):
         self, run_id: str, key: str, max_points: int | None = None
     ) -> list[MetricPoint]: ...
     def metric_keys(self, run_id: str) -> list[str]: ...
+    def delete_metrics_after(self, run_id: str, step: int) -> int: ...
+
+    # checkpoints
+    def record_checkpoint(
+        self, run_id: str, step: int, uri: str, epoch: int | None = None,
+        metrics: dict[str, float] | None = None,
+    ) -> CheckpointRecord: ...
+    def mark_checkpoint_deleted(self, run_id: str, step: int) -> None: ...
+    def list_checkpoints(
+        self, run_id: str, include_deleted: bool = False
+    ) -> list[CheckpointRecord]: ...
 
     # data versions
     def put_data_version(self, version: DataVersion) -> DataVersion: ...

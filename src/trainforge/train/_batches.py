@@ -10,7 +10,12 @@ Rules every batch source keeps:
 - every rank has the same number of batches, so collective operations never wait on a rank
   that ran out of data;
 - `epoch(e, start=b)` begins at batch b without touching the batches before it, so a resumed
-  run sees the batches it would have seen.
+  run sees the batches it would have seen;
+- batching never draws from the global random generators: in the main process they hold only
+  what the model and the dataset draw, and a checkpoint of them resumes exactly. In DataLoader
+  worker processes each item is fetched with torch, NumPy and `random` seeded from (seed,
+  epoch, index), so a Dataset's random augmentation is the same wherever a run resumes, with
+  any number of workers.
 
 Indexing whole tensors avoids the per-sample collate of a DataLoader, which dominates small
 tabular models; a `Dataset` goes through a DataLoader (with `num_workers`) instead.
@@ -19,13 +24,14 @@ tabular models; a `Dataset` goes through a DataLoader (with `num_workers`) inste
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, get_worker_info
 
 from trainforge.errors import TrainingError
 
@@ -102,13 +108,36 @@ class TensorBatches:
             yield self.features[picked], self.targets[picked]
 
 
-class _ResumableSampler(DistributedSampler):
-    """`DistributedSampler` that can begin `skip` indices into its epoch."""
+class _PositionedSampler(DistributedSampler):
+    """`DistributedSampler` that yields (epoch, index) keys and can begin `skip` keys into its
+    epoch."""
 
     skip = 0
 
     def __iter__(self) -> Iterator[Any]:
-        return itertools.islice(super().__iter__(), self.skip, None)
+        epoch = self.epoch
+        return ((epoch, index) for index in itertools.islice(super().__iter__(), self.skip, None))
+
+
+class _SeededItems(Dataset):
+    """`dataset[index]` for the key (epoch, index); inside a DataLoader worker, the random
+    generators are first seeded from (seed, epoch, index)."""
+
+    def __init__(self, dataset: Dataset, seed: int) -> None:
+        self.dataset = dataset
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitem__(self, key: tuple[int, int]) -> Any:
+        epoch, index = key
+        if get_worker_info() is not None:
+            item_seed = ((self.seed * SEED_STRIDE + epoch) << 32 | index) & 0x7FFF_FFFF_FFFF_FFFF
+            torch.manual_seed(item_seed)
+            random.seed(item_seed)
+            np.random.seed(item_seed & 0xFFFF_FFFF)
+        return self.dataset[index]
 
 
 class LoaderBatches:
@@ -130,12 +159,14 @@ class LoaderBatches:
         self.batch_size = batch_size
         self.target_dtype = target_dtype
         self.device = device
-        self.sampler = _ResumableSampler(
+        self.sampler = _PositionedSampler(
             dataset, world_size, rank, shuffle=shuffle, seed=seed * SEED_STRIDE
         )
         self.loader = DataLoader(
-            dataset, batch_size, sampler=self.sampler, num_workers=num_workers,
-            pin_memory=device.type == "cuda", persistent_workers=num_workers > 0,
+            _SeededItems(dataset, seed), batch_size, sampler=self.sampler,
+            num_workers=num_workers, pin_memory=device.type == "cuda",
+            persistent_workers=num_workers > 0,
+            generator=torch.Generator().manual_seed(seed),  # not the global generator
         )
 
     def __len__(self) -> int:

@@ -1,6 +1,7 @@
 """Where the trainer reports: anything with `log_metrics(metrics, step)` (a tracked run's
 `RunHandle`, or a plain recorder). A sink that also has `set_tags(tags)` gets the training
-set-up recorded; one with `log_artifact(path, name)` gets artifacts (the profiler trace).
+set-up recorded; one with `log_artifact(path, name)` gets artifacts (the profiler trace); a
+`CheckpointSink` gets the checkpoints recorded and its metric series cut back on resume.
 Under DDP/FSDP only rank 0 reports; other ranks report to `NullSink`.
 """
 
@@ -24,6 +25,20 @@ class TagSink(Protocol):
 @runtime_checkable
 class ArtifactSink(Protocol):
     def log_artifact(self, path: str | Path, name: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class CheckpointSink(Protocol):
+    """A run that records its checkpoints and can drop the points a resumed run logs again."""
+
+    def flush(self, timeout: float | None = None) -> bool: ...
+
+    def record_checkpoint(self, step: int, uri: str, epoch: int | None,
+                          metrics: dict[str, float]) -> None: ...
+
+    def mark_checkpoint_deleted(self, step: int) -> None: ...
+
+    def truncate_metrics(self, after_step: int) -> int: ...
 
 
 class NullSink:

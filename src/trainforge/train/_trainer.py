@@ -7,7 +7,8 @@
 Each concern is a component built from its own `TrainingSpec` section and called at a named
 point: precision (`_precision`), where training runs (`_strategy`), optimizer, schedule and
 clipping (`_optim`), the NaN guard, throughput and early stopping (`_monitors`), progress
-(`_progress`) and callbacks (`_callbacks`; the profiler is one).
+(`_progress`) and callbacks (`_callbacks`; the profiler and checkpointing (`_checkpointing`:
+saves, resume, preemption) are callbacks too).
 
 Contracts:
 - a step is one optimizer step over `accumulate_grad_batches` micro-batches (fewer in the last
@@ -41,6 +42,7 @@ from trainforge.errors import TrainingError
 from trainforge.evaluate import outputs_to_scores, score_report
 from trainforge.train._batches import Batch, TrainData, make_batches
 from trainforge.train._callbacks import Callback, CallbackList
+from trainforge.train._checkpointing import Checkpointing
 from trainforge.train._monitors import EarlyStopping, NanGuard, NoEarlyStopping, Throughput
 from trainforge.train._optim import LRSchedule, build_optimizer, make_clipper
 from trainforge.train._precision import make_precision
@@ -118,7 +120,14 @@ class Trainer:
         run: MetricSink | None = None,
         evaluation: EvaluationSpec | None = None,
         callbacks: Sequence[Callback] = (),
+        *,
+        checkpoint_dir: str | Path | None = None,
+        resume: bool = False,
     ) -> None:
+        """`checkpoint_dir` (default: `config.checkpoint.location`; neither: no checkpoints)
+        holds this training's checkpoints, saved on the `config.checkpoint` policy. `resume`:
+        `fit()` starts from the newest valid checkpoint there, if any, and a run that records
+        checkpoints (`CheckpointSink`, e.g. a `RunHandle`) drops its points after that step."""
         self.config = config = config or TrainingSpec()
         self.task = task or infer_task(train_data)
         self.evaluation = evaluation or EvaluationSpec()
@@ -137,7 +146,12 @@ class Trainer:
         self.progress = make_progress(config.progress, self.is_rank_zero)
         self.profiler = (ProfilerCallback(config.profiler)
                          if config.profiler.enabled and self.is_rank_zero else None)
-        self.callbacks = CallbackList([*callbacks, *filter(None, [self.profiler])])
+        self.checkpointing = Checkpointing(
+            config.checkpoint, self.strategy, checkpoint_dir or config.checkpoint.location,
+            self.sink, resume=resume, run_id=getattr(run, "run_id", None),
+        )
+        self.callbacks = CallbackList([*callbacks, *filter(None, [self.profiler]),
+                                       self.checkpointing])
         self.state = TrainState()
         self.history: list[dict[str, float]] = []
         self._latest: dict[str, float] = {}
@@ -149,6 +163,11 @@ class Trainer:
     @property
     def is_rank_zero(self) -> bool:
         return self.strategy.is_rank_zero
+
+    @property
+    def latest_metrics(self) -> dict[str, float]:
+        """The latest logged value of every metric (a copy)."""
+        return dict(self._latest)
 
     def _build_data(self, train_data: TrainData, val_data: TrainData | None) -> None:
         config, strategy = self.config, self.strategy
@@ -362,6 +381,7 @@ class Trainer:
             early_stopping=self.early_stopping.state_dict(),
             window_losses=list(self._window),
             history=[dict(h) for h in self.history],
+            latest=dict(self._latest),
         )
         return {
             "model": self.strategy.model_state(self.module),
@@ -391,6 +411,7 @@ class Trainer:
         self.state = TrainState(**{**counters, "epoch": data["epoch"], "batch": data["batch"]})
         self._window = [float(v) for v in trainer["window_losses"]]
         self.history = [dict(h) for h in trainer["history"]]
+        self._latest = {str(k): float(v) for k, v in trainer.get("latest", {}).items()}
         restore_rng_state(state["rng"])
 
 

@@ -20,8 +20,9 @@ from trainforge.train.checkpoint import (
     CheckpointWarning,
     _manager,
     _rng,
+    is_due,
+    select_deletions,
 )
-from trainforge.train.checkpoint._policy import is_due, select_deletions
 
 
 def test_public_api() -> None:
@@ -30,7 +31,9 @@ def test_public_api() -> None:
         "CheckpointManager",
         "CheckpointWarning",
         "capture_rng_state",
+        "is_due",
         "restore_rng_state",
+        "select_deletions",
     ]
 
 

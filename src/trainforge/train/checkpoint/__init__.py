@@ -15,6 +15,7 @@ written last as the commit marker. Loading verifies checksums first and never un
 
 from trainforge.train.checkpoint._format import CheckpointInfo
 from trainforge.train.checkpoint._manager import CheckpointManager
+from trainforge.train.checkpoint._policy import is_due, select_deletions
 from trainforge.train.checkpoint._rng import capture_rng_state, restore_rng_state
 from trainforge.train.checkpoint._warnings import CheckpointWarning
 
@@ -23,5 +24,7 @@ __all__ = [
     "CheckpointManager",
     "CheckpointWarning",
     "capture_rng_state",
+    "is_due",
     "restore_rng_state",
+    "select_deletions",
 ]

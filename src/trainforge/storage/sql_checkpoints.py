@@ -1,0 +1,77 @@
+"""Checkpoint statements of the SQL store: checkpoint records, and rewinding a run's metric
+series to the step of the checkpoint it resumes from. Each function runs inside the caller's
+session (transaction).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, delete, false, func, insert, literal, select
+from sqlalchemy.orm import Session
+
+from trainforge.entities import CheckpointRecord
+from trainforge.storage.records import metrics_from_json, metrics_json
+from trainforge.storage.sql_metrics import Upsert
+from trainforge.storage.tables import CheckpointRow, MetricRow, RunMetricRow, as_utc, utcnow
+
+_LATEST = RunMetricRow.__table__
+_SERIES = MetricRow.__table__
+
+
+def upsert_checkpoint(session: Session, upsert: Upsert, run_id: str, step: int, uri: str,
+                      epoch: int | None, metrics: dict[str, float]) -> CheckpointRecord:
+    """Record the checkpoint at (run, step), overwriting one recorded there before: new uri,
+    epoch, metrics and creation time, and no longer deleted."""
+    stored = metrics_json(metrics)
+    fields = {"uri": uri, "epoch": epoch, "metrics": stored, "created_at": utcnow(),
+              "deleted_at": None}
+    session.execute(upsert(CheckpointRow).values(run_id=run_id, step=step, **fields)
+                    .on_conflict_do_update(index_elements=["run_id", "step"], set_=fields))
+    return CheckpointRecord(run_id=run_id, step=step, uri=uri, epoch=epoch,
+                            metrics=metrics_from_json(stored), created_at=fields["created_at"])
+
+
+def checkpoints(session: Session, run_id: str, include_deleted: bool) -> list[CheckpointRecord]:
+    """The run's checkpoints by step; those whose files were deleted only if `include_deleted`."""
+    query = select(CheckpointRow).where(CheckpointRow.run_id == run_id)
+    if not include_deleted:
+        query = query.where(CheckpointRow.deleted_at.is_(None))
+    return [_record(row) for row in session.scalars(query.order_by(CheckpointRow.step))]
+
+
+def rewind_series(session: Session, run_id: str, step: int) -> int:
+    """Delete the run's points above `step`, and set each latest value that came from one of
+    them (summaries never do) to the key's last point left, or remove it when none is left.
+    Returns how many points were deleted."""
+    connection = session.connection()
+    deleted = connection.execute(
+        delete(_SERIES).where(_SERIES.c.run_id == run_id, _SERIES.c.step > step)
+    ).rowcount
+    stale = list(connection.scalars(delete(_LATEST).where(
+        _LATEST.c.run_id == run_id, _LATEST.c.is_summary == false(), _LATEST.c.step > step
+    ).returning(_LATEST.c.key)))
+    if stale:
+        columns = ["run_id", "key", "value", "step", "timestamp", "is_summary"]
+        connection.execute(insert(_LATEST).from_select(columns, _last_points(run_id, stale)))
+    return deleted
+
+
+def _last_points(run_id: str, keys: list[str]) -> Select[Any]:
+    """Rows of `run_metrics` for the last point of each series in `keys` that has points:
+    highest step, then latest timestamp, then last inserted (as `upsert_latest` orders them)."""
+    order = (_SERIES.c.step.desc(), _SERIES.c.timestamp.desc(), _SERIES.c.id.desc())
+    ranked = select(
+        _SERIES.c.key, _SERIES.c.value, _SERIES.c.step, _SERIES.c.timestamp,
+        func.row_number().over(partition_by=_SERIES.c.key, order_by=order).label("position"),
+    ).where(_SERIES.c.run_id == run_id, _SERIES.c.key.in_(keys)).subquery()
+    return select(literal(run_id), ranked.c.key, ranked.c.value, ranked.c.step,
+                  ranked.c.timestamp, false()).where(ranked.c.position == 1)
+
+
+def _record(row: CheckpointRow) -> CheckpointRecord:
+    return CheckpointRecord(
+        run_id=row.run_id, step=row.step, uri=row.uri, epoch=row.epoch,
+        metrics=metrics_from_json(row.metrics), created_at=as_utc(row.created_at),
+        deleted_at=None if row.deleted_at is None else as_utc(row.deleted_at),
+    )

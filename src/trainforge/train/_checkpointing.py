@@ -1,0 +1,154 @@
+"""The trainer's checkpointing: save on the policy, resume from the newest checkpoint, and turn a
+preemption signal into a checkpoint and a stop.
+
+    fit start   resume: load the newest valid checkpoint (every rank), drop the run's metric
+                points after its step; install the preemption signal handlers
+    step end    save when the policy says so (not on an epoch's last step: its epoch-end
+                save follows, after the epoch's validation is logged)
+    epoch end   save when the policy says so
+    either      a preemption signal arrived: save now (blocking), raise `Preempted`
+    fit end     wait for the save in flight; remove the handlers
+
+Contracts:
+- a checkpoint of step s is committed only after every metric point up to s reached the run
+  (flushed first), and a resumed run deletes the points after s before logging any; so the
+  run's series has every step once;
+- under DDP/FSDP all ranks take the same decisions (step rules are the same everywhere; the
+  clock rule and preemption are agreed by one all-reduce per step) and build the state
+  together (FSDP gathers it); only rank 0 writes. Every rank reads the checkpoint to resume,
+  so with several nodes the location must be shared storage (s3:// or a shared folder).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from trainforge.config import CheckpointSpec
+from trainforge.errors import Preempted
+from trainforge.train._callbacks import Callback
+from trainforge.train._preemption import PreemptionSignals
+from trainforge.train._sinks import CheckpointSink
+from trainforge.train._strategy import SingleDevice
+from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager, is_due
+
+if TYPE_CHECKING:
+    from trainforge.train._trainer import Trainer
+
+log = logging.getLogger("trainforge")
+
+
+class Checkpointing(Callback):
+    """See the module docstring. `location` None: no checkpoints are written (a preemption
+    signal still stops training, without a checkpoint to resume from)."""
+
+    def __init__(
+        self,
+        policy: CheckpointSpec,
+        strategy: SingleDevice,
+        location: str | Path | None,
+        sink: object,
+        *,
+        resume: bool = False,
+        run_id: str | None = None,
+    ) -> None:
+        self.policy = policy
+        self.strategy = strategy
+        self.sink = sink if isinstance(sink, CheckpointSink) else None
+        self.resume = resume
+        self.manager = None if location is None else CheckpointManager(
+            location, policy, run_id, storage_options=dict(policy.storage_options),
+            on_saved=self._saved, on_deleted=self._deleted,
+        )
+        self.signals = PreemptionSignals(policy.preempt_on)
+        self.resumed_from: CheckpointInfo | None = None
+        self._last_step: int | None = None
+        self._last_elapsed = 0.0
+        self._started = time.monotonic()
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        if self.resume:
+            self._restore(trainer)
+        self._started = time.monotonic() - self._last_elapsed
+        self.signals.install()
+
+    def on_step_end(self, trainer: Trainer) -> None:
+        if trainer.state.batch < len(trainer.train_batches):
+            self._at_boundary(trainer, epoch_end=False)
+
+    def on_epoch_end(self, trainer: Trainer) -> None:
+        self._at_boundary(trainer, epoch_end=True)
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        self._close()
+
+    def on_exception(self, trainer: Trainer, error: BaseException) -> None:
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001 - the training error matters more
+            log.exception("checkpointing: closing after a training error failed")
+
+    def _at_boundary(self, trainer: Trainer, epoch_end: bool) -> None:
+        step = trainer.state.global_step
+        elapsed = time.monotonic() - self._started
+        due = self.manager is not None and is_due(
+            self.policy, step=step, elapsed=elapsed, epoch_end=epoch_end,
+            last_step=self._last_step, last_elapsed=self._last_elapsed,
+        )
+        stop = self.signals.requested is not None
+        if self.strategy.world_size > 1:
+            due, stop = self._agree(due, stop)
+        if self.manager is not None and (due or stop) and self._last_step != step:
+            self._save(trainer, step, elapsed, blocking=True if stop else None)
+        if stop:
+            if self.manager is not None:
+                self.manager.wait()
+            raise Preempted(self.signals.requested or "a signal to another rank",
+                            step if self.manager is not None else None)
+
+    def _save(self, trainer: Trainer, step: int, elapsed: float, blocking: bool | None) -> None:
+        assert self.manager is not None
+        if self.sink is not None:
+            self.sink.flush()  # the points up to `step` are stored before the checkpoint commits
+        state = trainer.state_dict()  # on every rank: FSDP gathers the full state
+        if self.strategy.is_rank_zero:
+            self.manager.save(step, state, epoch=trainer.state.epoch,
+                              metrics=trainer.latest_metrics, blocking=blocking)
+        self._last_step, self._last_elapsed = step, elapsed
+
+    def _agree(self, due: bool, stop: bool) -> tuple[bool, bool]:
+        """Rank 0's save decision (its clock rules), and a stop if any rank was signalled."""
+        local = torch.tensor([float(due and self.strategy.is_rank_zero), float(stop)],
+                             device=self.strategy.device)
+        due_any, stop_any = self.strategy.reduce_sum(local).tolist()
+        return due_any > 0, stop_any > 0
+
+    def _restore(self, trainer: Trainer) -> None:
+        """Continue from the newest valid checkpoint, if there is one; drop the run's metric
+        points after its step (all of them when there is none: training starts over)."""
+        info = None
+        if self.manager is not None and self.manager.latest() is not None:
+            state, info = self.manager.load()
+            trainer.load_state_dict(state)
+            self.resumed_from = info
+            self._last_step = info.step
+            log.info("resumed from the checkpoint of step %d (%s)", info.step, info.uri)
+        if self.sink is not None:
+            self.sink.truncate_metrics(info.step if info is not None else -1)
+
+    def _close(self) -> None:
+        self.signals.uninstall()
+        if self.manager is not None:
+            self.manager.close()
+
+    def _saved(self, info: CheckpointInfo) -> None:
+        if self.sink is not None:
+            self.sink.record_checkpoint(info.step, info.uri, info.epoch, dict(info.metrics))
+
+    def _deleted(self, info: CheckpointInfo) -> None:
+        if self.sink is not None:
+            self.sink.mark_checkpoint_deleted(info.step)
