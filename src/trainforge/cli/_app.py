@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from trainforge.cli import _render, _runs
+from trainforge.cli import _checkpoints, _render, _runs
 from trainforge.cli._views import (
     model_row,
     pipeline_summary,
@@ -25,8 +25,10 @@ from trainforge.storage import open_store
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
 models_app = typer.Typer(no_args_is_help=True, help="Read registered model versions.")
+checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the checkpoints of runs.")
 app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
+app.add_typer(checkpoints_app, name="checkpoints")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
@@ -146,6 +148,8 @@ runs_app.command("compare")(_runs.runs_compare)
 runs_app.command("history")(_runs.runs_history)
 runs_app.command("gc")(_runs.runs_gc)
 runs_app.command("replay")(_runs.runs_replay)
+checkpoints_app.command("list")(_checkpoints.checkpoints_list)
+checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 
 
 @runs_app.command("show")

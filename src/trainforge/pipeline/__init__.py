@@ -1,6 +1,12 @@
 """The standard training pipeline: its DAG, its steps, `run_pipeline` and `launch_pipeline`
-(the same run over torchrun workers)."""
+(the same run over torchrun workers), and a run's checkpoints listed and pruned afterwards."""
 
+from trainforge.pipeline._checkpoints import (
+    checkpoint_policy,
+    gc_run_checkpoints,
+    list_run_checkpoints,
+    open_run_checkpoints,
+)
 from trainforge.pipeline._checks import check_spec, gate_metric_names
 from trainforge.pipeline._dag import build_training_dag
 from trainforge.pipeline._dataset import Dataset
@@ -18,9 +24,13 @@ __all__ = [
     "PipelineResult",
     "build_training_dag",
     "check_spec",
+    "checkpoint_policy",
     "default_artifact_store",
     "gate_metric_names",
+    "gc_run_checkpoints",
     "launch_pipeline",
+    "list_run_checkpoints",
     "load_checked_spec",
+    "open_run_checkpoints",
     "run_pipeline",
 ]

@@ -147,7 +147,7 @@ class Checkpointing(Callback):
 
     def _saved(self, info: CheckpointInfo) -> None:
         if self.sink is not None:
-            self.sink.record_checkpoint(info.step, info.uri, info.epoch, dict(info.metrics))
+            self.sink.record_checkpoint(info.step, info.uri, info.epoch, info.metric_values)
 
     def _deleted(self, info: CheckpointInfo) -> None:
         if self.sink is not None:

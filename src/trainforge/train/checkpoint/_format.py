@@ -63,6 +63,11 @@ class CheckpointInfo:
         """The checkpoint's folder name, `step-<step:010d>`."""
         return dir_name(self.step)
 
+    @property
+    def metric_values(self) -> dict[str, float]:
+        """`metrics` as floats: a value that was not finite when saved (stored as null) is NaN."""
+        return {key: math.nan if value is None else value for key, value in self.metrics.items()}
+
 
 @dataclass(frozen=True)
 class Scan:

@@ -1,0 +1,115 @@
+"""`trainforge checkpoints ...` over `trainforge.pipeline`: list (reconciled with storage) and gc.
+
+Thin: each command calls one library function and renders what it returns. An unknown run, a
+run without checkpoints, a running run (gc without --force) or a retention that cannot be
+applied exit 1 with the reason on stderr; a bad option value exits 2.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+
+from trainforge.cli import _render
+from trainforge.entities import CheckpointRecord
+from trainforge.errors import CheckpointError, Conflict, NotFound
+from trainforge.pipeline import checkpoint_policy, gc_run_checkpoints, list_run_checkpoints
+from trainforge.storage import open_store
+from trainforge.train.checkpoint import CheckpointWarning
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+KeepLast = Annotated[Optional[int], typer.Option(
+    min=0, help="Newest checkpoints kept (default: the run's training.checkpoint.keep_last).")]
+KeepBest = Annotated[Optional[int], typer.Option(
+    min=0, help="Best checkpoints by the run's monitor metric kept besides (default: the "
+    "run's training.checkpoint.keep_best).")]
+Force = Annotated[bool, typer.Option(
+    "--force", help="Prune a run still marked running (only if its process is gone).")]
+FAILURES = (CheckpointError, Conflict, NotFound)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    """Each `CheckpointWarning` (a folder that is not a valid checkpoint) as one line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CheckpointWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                typer.echo(f"warning: {warning.message}", err=True)
+
+
+def checkpoints_list(
+    run_id: str,
+    all_: Annotated[bool, typer.Option("--all", help="Also those whose files are gone.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
+    store = open_store()
+    try:
+        with _warnings_on_stderr():
+            records = list_run_checkpoints(store, run_id, include_deleted=all_)
+        monitor = checkpoint_policy(store.get_run(run_id)).monitor
+    except FAILURES as exc:
+        _fail(str(exc), 1)
+    rows = [checkpoint_row(record) for record in records]
+    if as_json:
+        _render.emit_json(rows)
+        return
+    columns = ["step", "epoch", "created", "deleted", *([monitor] if monitor else []), "uri"]
+    _render.emit_table(f"Checkpoints of run {run_id}", columns,
+                       [_cells(row, monitor) for row in rows])
+
+
+def checkpoints_gc(
+    run_id: str,
+    keep_last: KeepLast = None,
+    keep_best: KeepBest = None,
+    force: Force = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete the checkpoints of run RUN_ID that retention drops.
+
+    Kept: the --keep-last newest and, besides, the --keep-best best by the run's monitor metric.
+    """
+    try:
+        with _warnings_on_stderr():
+            deleted = gc_run_checkpoints(open_store(), run_id, keep_last, keep_best, force=force)
+    except FAILURES as exc:
+        _fail(str(exc), 1)
+    if as_json:
+        _render.emit_json([{"step": info.step, "uri": info.uri} for info in deleted])
+        return
+    for info in deleted:
+        typer.echo(f"{info.step}  deleted  {info.uri}")
+    typer.echo(f"{len(deleted)} checkpoint(s) deleted")
+
+
+def checkpoint_row(record: CheckpointRecord) -> dict[str, Any]:
+    """A checkpoint record as JSON-safe values (non-finite metrics as None)."""
+    deleted = record.deleted_at
+    return {
+        "step": record.step,
+        "epoch": record.epoch,
+        "created": record.created_at.isoformat(timespec="seconds"),
+        "deleted": deleted.isoformat(timespec="seconds") if deleted is not None else None,
+        "uri": record.uri,
+        "metrics": {k: v if math.isfinite(v) else None for k, v in record.metrics.items()},
+    }
+
+
+def _cells(row: dict[str, Any], monitor: str | None) -> list[Any]:
+    """A table line: the monitor metric's value (if the run has one) before the uri."""
+    metric = [row["metrics"].get(monitor)] if monitor else []
+    return [row["step"], row["epoch"], row["created"], row["deleted"], *metric, row["uri"]]
