@@ -40,6 +40,16 @@ def test_profiler_true_is_short_for_enabled():
      "training.optimizer.betas: each beta must be >= 0 and < 1, got [0.9, 1.5]"),
     ("training.early_stopping={patience: 2}", "training.early_stopping.metric: required field"),
     ("training.log_every_n_steps=0", "training.log_every_n_steps: expected an integer > 0"),
+    ("training.checkpoint.preempt_on=[SIGFOO]",
+     "training.checkpoint.preempt_on: unknown signal 'SIGFOO'; expected a name such as"),
+    ("training.checkpoint.preempt_on=[SIGKILL]",
+     "training.checkpoint.preempt_on: SIGKILL and SIGSTOP cannot be caught"),
+    ("training.checkpoint.resume=always",
+     "training.checkpoint.resume: expected one of 'never' or 'auto'"),
+    ("training.checkpoint.keep_best=1",
+     "training.checkpoint: keep_best needs monitor (the metric that ranks checkpoints)"),
+    ("training.checkpoint.every_n_steps=0",
+     "training.checkpoint.every_n_steps: expected an integer > 0"),
 ])
 def test_bad_training_values_name_the_field(override, message):
     with pytest.raises(SpecError) as info:
@@ -51,6 +61,20 @@ def test_early_stopping_on_an_unknown_metric_is_found_by_validate():
     with pytest.raises(SpecError, match=r"training.early_stopping.metric: expected one of .*"
                                         r"got 'val_rocauc'; did you mean 'val_roc_auc'\?"):
         load_checked_spec(FRAUD, ["training.early_stopping.metric=val_rocauc"])
+
+
+def test_a_checkpoint_monitor_that_is_never_logged_is_found_by_validate():
+    with pytest.raises(SpecError, match=r"training.checkpoint.monitor: expected one of .*"
+                                        r"got 'val_los'; did you mean 'val_loss'\?"):
+        load_checked_spec(FRAUD, ["training.checkpoint.monitor=val_los"])
+
+
+def test_checkpoints_default_to_every_epoch_end_in_the_run_folder_without_auto_resume():
+    checkpoint = load_spec(FRAUD).training.checkpoint
+    assert (checkpoint.location, checkpoint.at_epoch_end, checkpoint.every_n_steps) == (
+        None, True, None)
+    assert (checkpoint.keep_last, checkpoint.resume, checkpoint.preempt_on) == (
+        3, "never", ["SIGTERM"])
 
 
 def test_early_stopping_on_any_logged_metric_is_valid():

@@ -22,7 +22,11 @@ def gate_metric_names(task: str) -> list[str]:
 def check_spec(spec: PipelineSpec, source: str | Path) -> None:
     """Raise SpecError listing every cross-field problem, each naming the field path."""
     problems = [*_check_target(spec), *_check_gates(spec), *_check_model(spec),
-                *_check_early_stopping(spec)]
+                *_check_logged_metric(spec, "training.early_stopping.metric",
+                                      spec.training.early_stopping and
+                                      spec.training.early_stopping.metric),
+                *_check_logged_metric(spec, "training.checkpoint.monitor",
+                                      spec.training.checkpoint.monitor)]
     if problems:
         raise SpecError([f"{source}: {problem}" for problem in problems])
     if spec.data.contract:
@@ -54,15 +58,14 @@ def _check_gates(spec: PipelineSpec) -> list[str]:
     return problems
 
 
-def _check_early_stopping(spec: PipelineSpec) -> list[str]:
-    early = spec.training.early_stopping
+def _check_logged_metric(spec: PipelineSpec, field: str, metric: str | None) -> list[str]:
+    """`field` names `metric`, which must be one the trainer logs (None: not set)."""
     known = logged_metric_names(spec.model.task)
-    if early is None or early.metric in known:
+    if metric is None or metric in known:
         return []
-    hint = difflib.get_close_matches(early.metric, known, n=1)
+    hint = difflib.get_close_matches(metric, known, n=1)
     suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-    return [f"training.early_stopping.metric: expected one of {', '.join(known)}, "
-            f"got {early.metric!r}{suggestion}"]
+    return [f"{field}: expected one of {', '.join(known)}, got {metric!r}{suggestion}"]
 
 
 def _check_model(spec: PipelineSpec) -> list[str]:
