@@ -69,15 +69,17 @@ class Checkpointing(Callback):
         self._last_step: int | None = None
         self._last_elapsed = 0.0
         self._started = time.monotonic()
+        self._epoch_batches = 0
 
     def on_fit_start(self, trainer: Trainer) -> None:
         if self.resume:
             self._restore(trainer)
         self._started = time.monotonic() - self._last_elapsed
+        self._epoch_batches = len(trainer.train_batches)
         self.signals.install()
 
     def on_step_end(self, trainer: Trainer) -> None:
-        if trainer.state.batch < len(trainer.train_batches):
+        if trainer.state.batch < self._epoch_batches:
             self._at_boundary(trainer, epoch_end=False)
 
     def on_epoch_end(self, trainer: Trainer) -> None:
@@ -93,13 +95,15 @@ class Checkpointing(Callback):
             log.exception("checkpointing: closing after a training error failed")
 
     def _at_boundary(self, trainer: Trainer, epoch_end: bool) -> None:
+        stop = self.signals.requested is not None
+        if self.manager is None and self.strategy.world_size == 1 and not stop:
+            return  # nothing to save or agree on: the per-step cost stays a few attribute reads
         step = trainer.state.global_step
         elapsed = time.monotonic() - self._started
         due = self.manager is not None and is_due(
             self.policy, step=step, elapsed=elapsed, epoch_end=epoch_end,
             last_step=self._last_step, last_elapsed=self._last_elapsed,
         )
-        stop = self.signals.requested is not None
         if self.strategy.world_size > 1:
             due, stop = self._agree(due, stop)
         if self.manager is not None and (due or stop) and self._last_step != step:
