@@ -1,4 +1,5 @@
-"""`trainforge run SPEC --nproc-per-node 2`: one tracked run over two torchrun workers (gloo, CPU).
+"""`trainforge run SPEC --nproc-per-node 2`: one tracked run over two torchrun workers (gloo, CPU);
+with `--nnodes 2`, the launchers of the two nodes (two processes here) share one run.
 
 What the runs became is read back from the store directly (the listing commands have their own
 tests), to spend the time on the launches.
@@ -6,6 +7,7 @@ tests), to spend the time on the launches.
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +17,12 @@ from typer.testing import CliRunner
 
 from trainforge.cli import app
 from trainforge.entities import RunStatus
-from trainforge.errors import SpecError
+from trainforge.errors import Conflict, SpecError
+from trainforge.evaluate import EvalReport
 from trainforge.pipeline import Launch, launch_pipeline
+from trainforge.pipeline._distributed import job_run_id
+from trainforge.pipeline._run import run_tracked
+from trainforge.registry import GateResult
 from trainforge.storage import open_store
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
@@ -64,12 +70,91 @@ def test_several_processes_need_a_distributed_strategy(fraud_project):
     assert open_store().list_runs() == []
 
 
+NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
+
+
 @pytest.mark.parametrize("flags,message", [
     (["--nnodes", "2"], "need --nproc-per-node"),
-    (["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"],
-     "--nnodes > 1 needs --rdzv-endpoint"),
+    (["--rdzv-id", "job-1"], "need --nproc-per-node"),
+    ([*NODE, "--rdzv-id", "job-1"], "--nnodes > 1 needs --rdzv-endpoint"),
+    ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500"], "--nnodes > 1 needs --rdzv-id"),
+    ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500", "--rdzv-id", "job-1", "--resume", "0" * 32],
+     "--resume needs --nnodes 1"),
+    ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500", "--rdzv-id", "job-1",
+      "training.checkpoint.resume=auto"], "training.checkpoint.resume: 'auto' needs --nnodes 1"),
 ])
 def test_launch_flags_are_checked_before_any_run(fraud_project, flags, message):
     result = CliRunner().invoke(app, ["run", str(fraud_project / "pipeline.yaml"), *flags])
     assert result.exit_code == 2 and message in result.output
     assert open_store().list_runs() == []
+
+
+def test_the_nodes_of_a_job_derive_its_run_id_from_what_they_share():
+    node = Launch(1, nnodes=2, rdzv_endpoint="node0:29500", rdzv_id="job-1")
+    same_job = Launch(4, nnodes=2, rdzv_endpoint="node0:29500", rdzv_id="job-1")
+    next_job = Launch(1, nnodes=2, rdzv_endpoint="node0:29500", rdzv_id="job-2")
+    run_id = job_run_id("fraud", node)
+    assert len(run_id) == 32 and run_id == job_run_id("fraud", same_job)
+    assert run_id not in (job_run_id("fraud", next_job), job_run_id("digits", node))
+    assert node.torchrun_args(["spec.yaml"])[-5:-3] == ["--rdzv-id", "job-1"]
+
+
+RANK0_VALUES = {"evaluation": EvalReport("test", {"roc_auc": 0.9}, 100),
+                "gate": GateResult(passed=True, failures=()), "model_version": None}
+
+
+@pytest.mark.parametrize("creator_runs_rank0", [True, False], ids=["creator", "joiner"])
+def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
+    fraud_project, creator_runs_rank0
+):
+    """Two launchers in one process: the second starts while the first's workers run."""
+    spec, run_id = fraud_project / "pipeline.yaml", "a" * 32
+    joiner, status_after_joiner = [], []
+
+    def creator(handle):
+        joiner.append(run_tracked(spec, execute=join, run_id=run_id))
+        status_after_joiner.append(open_store().get_run(run_id).status)
+        return RANK0_VALUES if creator_runs_rank0 else None
+
+    def join(handle):
+        return None if creator_runs_rank0 else RANK0_VALUES
+
+    results = [run_tracked(spec, execute=creator, run_id=run_id), *joiner]
+    reporter, other = results if creator_runs_rank0 else results[::-1]
+    assert other is None and reporter.run.run_id == run_id
+    assert status_after_joiner == [
+        RunStatus.RUNNING if creator_runs_rank0 else RunStatus.COMPLETED]
+    [run] = open_store().list_runs()
+    assert run.run_id == run_id and run.status is RunStatus.COMPLETED
+    with pytest.raises(Conflict, match=r"has ended \(completed\); a new multi-node job needs"):
+        run_tracked(spec, execute=join, run_id=run_id)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_nodes_make_one_run_reported_by_the_node_of_rank0(fraud_project):
+    endpoint = f"127.0.0.1:{free_port()}"
+    command = [TRAINFORGE, "run", str(fraud_project / "pipeline.yaml"), "--nnodes", "2",
+               "--nproc-per-node", "1", "--rdzv-endpoint", endpoint, "--rdzv-id", "job-1",
+               "training.strategy=ddp", "training.epochs=2", "--json"]
+    store = open_store()  # created and migrated before the two launchers share it
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    nodes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(2)]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    for node, (_, err) in zip(nodes, outputs):
+        assert node.returncode == 0, err[-3000:]
+
+    [summary] = [json.loads(out) for out, _ in outputs if out.strip()]  # rank 0's node reports
+    [run] = store.list_runs()
+    assert run.run_id == summary["run_id"] == job_run_id(
+        "fraud", Launch(1, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="job-1"))
+    assert run.status is RunStatus.COMPLETED and summary["model_version"] == "fraud_detector/1"
+    assert (run.tags["trainer"]["world_size"], run.tags["distributed"]["nnodes"]) == (2, 2)
+    assert run.metrics["test_roc_auc"] > 0.7
+    assert store.get_metric_history(run.run_id, "train_loss")

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from safetensors.torch import load_file
 
 from trainforge.storage import SqlStore
-from trainforge.train.checkpoint import CheckpointManager
+from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
 WORKER = Path(__file__).with_name("resume_worker.py")
 STEPS_PER_EPOCH, EPOCHS, EVERY_N_STEPS = 15, 4, 5
@@ -82,7 +83,9 @@ def next_kill(rng: random.Random, kill: int, saved: int) -> tuple[str, float, st
 
 
 def latest_checkpoint(location: Path) -> int:
-    info = CheckpointManager(location).latest()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CheckpointWarning)  # folders of killed saves
+        info = CheckpointManager(location).latest()
     return info.step if info else 0
 
 

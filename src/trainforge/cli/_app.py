@@ -36,6 +36,8 @@ NprocPerNode = Annotated[Optional[int], typer.Option(
     min=1, help="Worker processes per node, started by torchrun (training.strategy ddp or fsdp).")]
 Nnodes = Annotated[int, typer.Option(min=1, help="Nodes; run this command on each of them.")]
 RdzvEndpoint = Annotated[Optional[str], typer.Option(help="HOST:PORT rendezvous of all nodes.")]
+RdzvId = Annotated[Optional[str], typer.Option(
+    help="Job id, the same on all nodes and new for each job: it names the job's one run.")]
 MaxRestarts = Annotated[int, typer.Option(min=0, help="Restarts of the workers after a failure.")]
 Resume = Annotated[Optional[str], typer.Option(
     metavar="RUN_ID", help="Continue this run from its newest checkpoint.")]
@@ -85,13 +87,14 @@ def run(
     nproc_per_node: NprocPerNode = None,
     nnodes: Nnodes = 1,
     rdzv_endpoint: RdzvEndpoint = None,
+    rdzv_id: RdzvId = None,
     max_restarts: MaxRestarts = 0,
     resume: Resume = None,
 ) -> None:
     """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
     --nproc-per-node)."""
-    if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or max_restarts):
-        _fail("--nnodes, --rdzv-endpoint and --max-restarts need --nproc-per-node", 2)
+    if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or rdzv_id or max_restarts):
+        _fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need --nproc-per-node", 2)
     if not as_json:
         _setup_logging()
     try:
@@ -99,7 +102,7 @@ def run(
             result = run_pipeline(spec, overrides or [], resume=resume,
                                   listener=None if as_json else _print_step)
         else:
-            launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts)
+            launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
             result = launch_pipeline(spec, overrides or [], launch, resume=resume)
     except SpecError as exc:
         _fail(str(exc), 2)
@@ -108,6 +111,8 @@ def run(
               EXIT_PREEMPTED)
     except RunFailed as exc:
         _fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
+    if result is None:  # global rank 0 ran on another node: that node's launcher reports the run
+        return
     summary = pipeline_summary(result)
     if as_json:
         _render.emit_json(summary)

@@ -1,7 +1,7 @@
 """A pipeline as one tracked run over several processes, launched through torchrun.
 
-    launcher (trainforge run SPEC --nproc-per-node N)
-      ├── creates the run (one run id for the whole job) and records the launch
+    launcher (trainforge run SPEC --nproc-per-node N), one per node
+      ├── creates the run, or joins it (one run id for the whole job), and records the launch
       ├── starts N workers per node with torchrun's elastic launcher
       │     worker rank 0: every step, reporting to the launcher's run (metrics, artifacts, model)
       │     worker rank > 0: ingest ... train only, reporting nowhere (`NullRun`)
@@ -9,9 +9,11 @@
 
 Workers find the run through `TRAINFORGE_RUN_ID` and the store and artifacts through the
 environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`); rank 0 hands its results back in
-the JSON file named by `TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs its own
-launcher (and creates its own run record); the run of the node that hosts global rank 0 is the
-one that receives the job's metrics, artifacts and model.
+the JSON file named by `TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs a launcher
+with the same `--rdzv-endpoint` and `--rdzv-id`, from which each derives the job's run id
+(`job_run_id`): the first launcher creates the run, the others join it. The launcher whose node
+ran global rank 0 (it finds the result file) ends the run; the others only close their handle,
+or end it failed when a worker of their node failed.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.entities import DataVersion
-from trainforge.errors import SpecError, TrainingError
+from trainforge.errors import Preempted, SpecError, TrainingError
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import Dag, StepEvent, run_dag
 from trainforge.pipeline._dag import build_training_dag
@@ -37,7 +41,7 @@ from trainforge.pipeline._run import (
     PipelineResult,
     default_artifact_store,
     load_checked_spec,
-    run_pipeline,
+    run_tracked,
 )
 from trainforge.registry import GateResult
 from trainforge.storage import open_store
@@ -47,6 +51,7 @@ from trainforge.tracking import RunHandle
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 RESULT_FILE_ENV = "TRAINFORGE_RESULT_FILE"
 WORKER_MODULE = "trainforge.pipeline._worker"
+JOB_NAMESPACE = uuid.UUID("dce1f42d-06d4-452f-9a4b-2221ec2166a1")  # of `job_run_id`
 log = logging.getLogger("trainforge")
 
 
@@ -58,6 +63,7 @@ class Launch:
     nnodes: int = 1
     rdzv_endpoint: str | None = None
     max_restarts: int = 0
+    rdzv_id: str | None = None
 
     @property
     def world_size(self) -> int:
@@ -70,31 +76,50 @@ class Launch:
             args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", self.rdzv_endpoint]
         else:
             args.append("--standalone")
+        if self.rdzv_id:
+            args += ["--rdzv-id", self.rdzv_id]
         return [*args, "-m", WORKER_MODULE, *worker_args]
 
 
 def launch_pipeline(
     path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None
-) -> PipelineResult:
+) -> PipelineResult | None:
     """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
 
     Errors as `run_pipeline`: `SpecError` before any run exists (also for a launch the spec
     cannot use), `RunFailed` when a worker fails, naming the run and the worker's error.
     Workers restarted by torchrun (`max_restarts`), like a `resume`d run, continue from the
-    run's newest checkpoint.
+    run's newest checkpoint. With `launch.nnodes` > 1 each node calls this: on the node that
+    ran global rank 0 it returns the result, on the others None (that node reports the run).
     """
     overrides = list(overrides or [])
-    _check_launch(load_checked_spec(path, overrides), launch, str(path))
+    spec = load_checked_spec(path, overrides)
+    _check_launch(spec, launch, str(path), resume)
     execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
-    return run_pipeline(path, overrides, execute=execute, resume=resume)
+    run_id = job_run_id(spec.name, launch) if launch.nnodes > 1 else None
+    return run_tracked(path, overrides, execute=execute, resume=resume, run_id=run_id)
 
 
-def _check_launch(spec: Any, launch: Launch, source: str) -> None:
+def job_run_id(pipeline: str, launch: Launch) -> str:
+    """The run id of a multi-node job: the same on every node, from what all nodes are given."""
+    return uuid.uuid5(JOB_NAMESPACE, f"{pipeline}/{launch.rdzv_endpoint}/{launch.rdzv_id}").hex
+
+
+def _check_launch(spec: Any, launch: Launch, source: str, resume: str | None) -> None:
     problems = []
     if launch.nproc_per_node < 1 or launch.nnodes < 1 or launch.max_restarts < 0:
         problems.append("--nproc-per-node and --nnodes must be >= 1, --max-restarts >= 0")
     if launch.nnodes > 1 and not launch.rdzv_endpoint:
         problems.append("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
+    if launch.nnodes > 1 and not launch.rdzv_id:
+        problems.append("--nnodes > 1 needs --rdzv-id ID (the same on every node, new for "
+                        "each job: it names the job's run)")
+    if launch.nnodes > 1 and resume:
+        problems.append("--resume needs --nnodes 1 (a multi-node job's run is the one its "
+                        "--rdzv-id names)")
+    if launch.nnodes > 1 and spec.training.checkpoint.resume == "auto":
+        problems.append("training.checkpoint.resume: 'auto' needs --nnodes 1 (a multi-node "
+                        "job's run is the one its --rdzv-id names)")
     if launch.world_size > 1 and spec.training.strategy == "single":
         problems.append(f"training.strategy: 'single' cannot use {launch.world_size} processes; "
                         "set training.strategy=ddp or training.strategy=fsdp")
@@ -102,8 +127,12 @@ def _check_launch(spec: Any, launch: Launch, source: str) -> None:
         raise SpecError([f"{source}: {problem}" for problem in problems])
 
 
-def _launch_workers(launch: Launch, worker_args: list[str], handle: RunHandle) -> dict[str, Any]:
-    """The `execute` of a launched run: start the workers, return rank 0's results."""
+def _launch_workers(
+    launch: Launch, worker_args: list[str], handle: RunHandle
+) -> dict[str, Any] | None:
+    """The `execute` of a launched run: start the workers, return rank 0's results (None on a
+    node of a multi-node job where rank 0 did not run)."""
+    from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
@@ -113,7 +142,10 @@ def _launch_workers(launch: Launch, worker_args: list[str], handle: RunHandle) -
         result_file = Path(tmp) / "result.json"
         threads = str(max(1, (os.cpu_count() or 1) // launch.nproc_per_node))
         env = {RUN_ID_ENV: handle.run_id, RESULT_FILE_ENV: str(result_file),
-               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads),
+               # Restarted workers in the agent's store would read the dead workers' addresses
+               # (pytorch/pytorch#135712); global rank 0 hosts a fresh store for each attempt.
+               "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
         try:
             with _environment(env):
                 run(parse_args(launch.torchrun_args(worker_args)))
@@ -121,10 +153,27 @@ def _launch_workers(launch: Launch, worker_args: list[str], handle: RunHandle) -
             rank, failure = exc.get_first_failure()
             raise TrainingError(f"worker rank {rank} failed (exit code {failure.exitcode}): "
                                 f"{failure.message}") from None
-        if not result_file.is_file():
-            raise TrainingError("the workers finished but rank 0 reported no result "
-                                "(with --nnodes > 1, rank 0 runs on another node)")
-        return _read_result(result_file, handle)
+        except SignalException as exc:
+            raise _stopped_by(exc.sigval, handle) from None
+        if result_file.is_file():
+            return _read_result(result_file, handle)
+        if launch.nnodes > 1:
+            log.info("run %s: the workers of this node finished; the launcher on the node of "
+                     "global rank 0 reports the run", handle.run_id)
+            return None
+        raise TrainingError("the workers finished but rank 0 reported no result")
+
+
+def _stopped_by(signum: signal.Signals, handle: RunHandle) -> BaseException:
+    """What a signal to the launcher means once torchrun stopped the workers with it (they
+    checkpoint at the next step on SIGTERM): SIGTERM a preemption after the run's newest
+    checkpoint, SIGINT a Ctrl+C, others a training error."""
+    if signum == signal.SIGTERM:
+        saved = handle.store.list_checkpoints(handle.run_id)
+        return Preempted(signum.name, saved[-1].step if saved else None)
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt()
+    return TrainingError(f"the launcher was stopped by {signum.name}")
 
 
 @contextmanager

@@ -6,12 +6,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from trainforge.config import PipelineSpec, load_spec
-from trainforge.entities import ModelVersion, Pipeline, Run
-from trainforge.errors import Preempted, RunFailed, RunPreempted, TrainforgeError
+from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
+from trainforge.errors import Conflict, Preempted, RunFailed, RunPreempted, TrainforgeError
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import StepListener, run_dag
 from trainforge.pipeline._checks import check_spec
@@ -81,6 +82,27 @@ def run_pipeline(
     `gate`, `model_version`); by default the DAG runs in this process (`launch_pipeline`
     passes one that starts torchrun workers instead).
     """
+    result = run_tracked(path, overrides, store, artifacts, listener, execute, resume)
+    assert result is not None  # an `Execute` returns the values
+    return result
+
+
+def run_tracked(
+    path: str | Path,
+    overrides: list[str] | None = None,
+    store: TrackingStore | None = None,
+    artifacts: ArtifactStore | None = None,
+    listener: StepListener | None = None,
+    execute: Callable[[RunHandle], dict[str, Any] | None] | None = None,
+    resume: str | None = None,
+    run_id: str | None = None,
+) -> PipelineResult | None:
+    """`run_pipeline`, with what the launchers of a multi-node job (one per node) add.
+
+    `run_id` names the run: the first process to start it creates it, the others join it while
+    it runs (`Conflict` once it has ended); no run is resumed. `execute` may return None: another
+    process reports the run and ends it, so this one only closes its handle and returns None.
+    """
     spec = load_checked_spec(path, overrides)
     store = store or open_store()
     artifacts = artifacts or default_artifact_store()
@@ -88,22 +110,26 @@ def run_pipeline(
     pipeline = store.upsert_pipeline(
         Pipeline(pipeline_id=spec.name, name=spec.name, dag_config=dag.describe())
     )
-    resume = _run_to_resume(store, spec, artifacts, resume)
+    resume = _run_to_resume(store, spec, artifacts, resume) if run_id is None else None
     started = time.perf_counter()
     handle: RunHandle | None = None
     params = spec.model_dump(mode="json")
+    start = partial(
+        start_run, spec.experiment_name, params, store=store, artifacts=artifacts,
+        pipeline_id=pipeline.pipeline_id, code_dir=Path(path).resolve().parent,
+        tensorboard_dir=trainforge_home() / "tensorboard" if spec.tracking.tensorboard else None,
+    )
     try:
-        with start_run(
-            spec.experiment_name, params, store=store, artifacts=artifacts,
-            pipeline_id=pipeline.pipeline_id, code_dir=Path(path).resolve().parent,
-            tensorboard_dir=trainforge_home() / "tensorboard" if spec.tracking.tensorboard else None,
-            resume=resume,
-        ) as handle:
+        with (start(resume=resume) if run_id is None
+              else _start_or_join(start, store, artifacts, run_id)) as handle:
             if resume is not None:
                 handle.log_params(params)  # the spec this attempt runs
             handle.set_tags({"spec": {"path": str(path), "overrides": list(overrides or [])},
                              **process_tag()})
             values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
+            if values is None:
+                handle.close()  # leaves the run to the process that reports it; `with` ends nothing
+                return None
             handle.set_summary({"wall_time_s": time.perf_counter() - started})
     except Preempted as exc:
         if handle is None:
@@ -119,3 +145,16 @@ def run_pipeline(
         gate=values["gate"],
         model_version=values["model_version"],
     )
+
+
+def _start_or_join(start: Callable[..., RunHandle], store: TrackingStore, artifacts: ArtifactStore,
+                   run_id: str) -> RunHandle:
+    """Run `run_id`, created by `start` or, when another process created it first, attached."""
+    try:
+        return start(run_id=run_id)
+    except Conflict:
+        run = store.get_run(run_id)
+    if run.status is not RunStatus.RUNNING:
+        raise Conflict(f"run {run_id} has ended ({run.status.value}); a new multi-node job needs "
+                       "a new --rdzv-id")
+    return RunHandle(store, run, artifacts)

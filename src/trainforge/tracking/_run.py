@@ -270,6 +270,7 @@ def start_run(
     artifacts: ArtifactStore | str | Path | None = None,
     *,
     resume: str | None = None,
+    run_id: str | None = None,
     pipeline_id: str | None = None,
     code_dir: str | Path = ".",
     tensorboard_dir: str | Path | None = None,
@@ -285,8 +286,9 @@ def start_run(
     flag (and the diff as artifact `environment/git.diff`), packages and machine. Spill files
     that earlier runs left are replayed in the background. `resume` reopens that stored run
     (status `running` again; params, metrics and device-hours carry on) instead of creating
-    one. Use it as `with start_run(...) as
-    run:`; without `with`, call `run.end()` (at interpreter exit an open run ends `completed`).
+    one. `run_id` names a new run (`Conflict` if a run has it; a random id by default). Use it as
+    `with start_run(...) as run:`; without `with`, call `run.end()` (at interpreter exit an open
+    run ends `completed`).
     """
     store = store if store is not None else default_store()
     if not isinstance(artifacts, ArtifactStore):
@@ -298,7 +300,7 @@ def start_run(
         run = _reopen(store, resume, experiment_id, experiment)
     else:
         run = _create(store, artifacts, experiment_id, params, parent, tags, pipeline_id,
-                      code_dir)
+                      code_dir, run_id)
     handle = RunHandle(store, run, artifacts, flush_every, flush_interval=flush_interval,
                        heartbeat_interval=heartbeat_interval, tensorboard_dir=tensorboard_dir,
                        owns_run=True)
@@ -310,10 +312,10 @@ def start_run(
 def _create(
     store: TrackingStore, artifacts: ArtifactStore, experiment_id: str,
     params: dict[str, Any] | None, parent: RunHandle | str | None, tags: dict[str, Any] | None,
-    pipeline_id: str | None, code_dir: str | Path,
+    pipeline_id: str | None, code_dir: str | Path, run_id: str | None,
 ) -> Run:
     git = git_state(code_dir)
-    run_id = uuid.uuid4().hex
+    run_id = run_id or uuid.uuid4().hex
     run = store.create_run(
         experiment_id, params=dict(params or {}), environment=capture_environment(),
         artifact_uri=artifacts.run_uri(run_id), run_id=run_id, git_commit=git.commit,

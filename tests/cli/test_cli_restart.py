@@ -1,0 +1,122 @@
+"""A torchrun job interrupted mid-training ends as an uninterrupted run of the same command
+does: one run, completed, the same training loss at every step, each step once.
+
+- a worker killed: `trainforge run --nproc-per-node 2 --max-restarts 1` restarts the workers
+  and they resume from the run's newest checkpoint;
+- the launcher sent SIGTERM (a preemption): the workers checkpoint at the next step, the run
+  ends `preempted`, the command exits 75, and `--resume RUN_ID` finishes it.
+
+In each test the two runs train at the same time, each in a TRAINFORGE_HOME of its own.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trainforge.entities import RunStatus
+from trainforge.storage import SqlStore
+
+TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
+STEPS = 132  # 2 epochs of 66 steps: 16,800 training rows in global batches of 2 x 128
+
+
+def launch(project: Path, home: Path, *extra: str) -> subprocess.Popen:
+    command = [TRAINFORGE, "run", str(project / "pipeline.yaml"), "--nproc-per-node", "2",
+               "--max-restarts", "1", "--json", "training.strategy=ddp", "training.epochs=2",
+               "training.batch_size=128", "training.deterministic=true",
+               "training.checkpoint.every_n_steps=10", *extra]
+    env = {**os.environ, "TRAINFORGE_HOME": str(home), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def finish(launcher: subprocess.Popen) -> tuple[dict, str]:
+    """The launcher's JSON summary and its stderr, once it exited 0."""
+    out, err = launcher.communicate(timeout=300)
+    assert launcher.returncode == 0, err[-3000:]
+    return json.loads(out), err
+
+
+def first_checkpoint(store: SqlStore, launcher: subprocess.Popen) -> str:
+    """The id of the store's run, once it has a checkpoint."""
+    deadline = time.monotonic() + 120
+    while launcher.poll() is None and time.monotonic() < deadline:
+        runs = store.list_runs()
+        if runs and store.list_checkpoints(runs[0].run_id):
+            return runs[0].run_id
+        time.sleep(0.05)
+    pytest.fail("the run saved no checkpoint while its launcher ran")
+
+
+def worker_pid(run_id: str, rank: int) -> int | None:
+    """The torchrun worker of `rank` in run `run_id`, found in /proc (torchrun prints no pids)."""
+    wanted = {f"RANK={rank}".encode(), f"TRAINFORGE_RUN_ID={run_id}".encode()}
+    for proc in Path("/proc").iterdir():
+        try:
+            if (not proc.name.isdigit()
+                    or b"trainforge.pipeline._worker" not in (proc / "cmdline").read_bytes()):
+                continue
+            environ = set((proc / "environ").read_bytes().split(b"\0"))
+        except OSError:  # ended meanwhile, or another user's
+            continue
+        if wanted <= environ:
+            return int(proc.name)
+    return None
+
+
+def train_loss(store: SqlStore, run_id: str) -> list[tuple[int, str]]:
+    return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path):
+    homes = {name: tmp_path / name for name in ("killed", "uninterrupted")}
+    # created and migrated here, before the launchers open them
+    stores = {name: SqlStore(f"sqlite:///{home / 'trainforge.db'}") for name, home in homes.items()}
+    uninterrupted = launch(fraud_project, homes["uninterrupted"])
+    killed = launch(fraud_project, homes["killed"])
+
+    run_id = first_checkpoint(stores["killed"], killed)
+    pid = worker_pid(run_id, rank=1)
+    assert pid is not None, "no worker of rank 1 found in /proc"
+    os.kill(pid, signal.SIGKILL)
+    summary, log = finish(killed)
+    reference, _ = finish(uninterrupted)
+
+    assert "resumed from the checkpoint of step" in log  # by the restarted workers
+    [run] = stores["killed"].list_runs()
+    assert run.run_id == summary["run_id"] == run_id and run.status is RunStatus.COMPLETED
+    resumed = train_loss(stores["killed"], run_id)
+    assert [step for step, _ in resumed] == list(range(1, STEPS + 1))
+    assert resumed == train_loss(stores["uninterrupted"], reference["run_id"])
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_launcher_preempts_the_job_and_resume_finishes_it(fraud_project, tmp_path):
+    homes = {name: tmp_path / name for name in ("preempted", "uninterrupted")}
+    stores = {name: SqlStore(f"sqlite:///{home / 'trainforge.db'}") for name, home in homes.items()}
+    uninterrupted = launch(fraud_project, homes["uninterrupted"])
+    preempted = launch(fraud_project, homes["preempted"])
+
+    run_id = first_checkpoint(stores["preempted"], preempted)
+    preempted.send_signal(signal.SIGTERM)
+    _, err = preempted.communicate(timeout=120)
+    assert preempted.returncode == 75, err[-3000:]
+    assert f"--resume {run_id}" in err
+    run = stores["preempted"].get_run(run_id)
+    assert run.status is RunStatus.PREEMPTED and run.error.startswith("preempted by SIGTERM")
+
+    resumed = launch(fraud_project, homes["preempted"], "--resume", run_id)
+    summary, log = finish(resumed)
+    reference, _ = finish(uninterrupted)
+    assert summary["run_id"] == run_id and "resumed from the checkpoint of step" in log
+    assert stores["preempted"].get_run(run_id).status is RunStatus.COMPLETED
+    series = train_loss(stores["preempted"], run_id)
+    assert [step for step, _ in series] == list(range(1, STEPS + 1))
+    assert series == train_loss(stores["uninterrupted"], reference["run_id"])
