@@ -37,6 +37,7 @@ demo-digits: setup
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
 test: setup-dev
+	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m pytest
 
 # Peer tools (Lightning, MLflow) for the benchmarks' comparisons, in a venv of their own so they

@@ -80,7 +80,8 @@ def test_gate_failure_exits_3(fraud_project):
                  "evaluation.gates.0.min=0.99999", "--json")
     assert result.returncode == 3
     summary = json.loads(result.stdout)
-    assert summary["stage"] == "not registered" and summary["gates"].startswith("failed: test_roc_auc")
+    assert summary["stage"] == "not registered"
+    assert summary["gates"].startswith("failed: test_roc_auc")
 
 
 @pytest.mark.parametrize("args,message", [

@@ -5,11 +5,11 @@ import json
 import pandas as pd
 import pytest
 
+from trainforge.config import ModelSpec
 from trainforge.entities import ModelStage, RunStatus
 from trainforge.errors import RunFailed, SpecError
 from trainforge.features import FeaturePipeline
 from trainforge.models import build_model
-from trainforge.config import ModelSpec
 from trainforge.pipeline import default_artifact_store, run_pipeline
 from trainforge.storage import open_store
 from trainforge.train import load_weights
@@ -59,7 +59,8 @@ def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     steps = int(result.run.metrics["train_steps"])
     assert {n.split("/")[1] for n in names if n.startswith("checkpoints/")} == {
         f"step-{steps // 2:010d}", f"step-{steps:010d}"}  # one at each epoch end
-    features = FeaturePipeline.from_json(artifacts.get_bytes(run_id, "features/pipeline.json").decode())
+    features = FeaturePipeline.from_json(
+        artifacts.get_bytes(run_id, "features/pipeline.json").decode())
     description = json.loads(artifacts.get_bytes(run_id, "model/model.json"))
     assert description["feature_names"] == features.feature_names
     model = build_model(ModelSpec(**description["model"]), description["in_features"], 1)
@@ -68,7 +69,8 @@ def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     load_weights(model, weights)
     from trainforge.evaluate import predict_scores, roc_auc
 
-    frame = pd.concat(pd.read_parquet(p) for p in sorted((fraud_project / "data").glob("*.parquet")))
+    parts = sorted((fraud_project / "data").glob("*.parquet"))
+    frame = pd.concat(pd.read_parquet(p) for p in parts)
     test = frame.sort_values("ts", kind="stable").tail(result.evaluation.rows)
     scores = predict_scores(model, features.transform(test), "binary")
     assert roc_auc(test["is_fraud"].to_numpy(), scores) == pytest.approx(
@@ -158,7 +160,8 @@ def test_spec_errors_create_no_run(fraud_project, text, expected):
 
 
 def test_gate_on_an_unknown_metric_is_a_spec_error(fraud_project):
-    with pytest.raises(SpecError, match=r"evaluation.gates.0.metric: .* did you mean 'test_roc_auc'"):
+    with pytest.raises(SpecError,
+                       match=r"evaluation.gates.0.metric: .* did you mean 'test_roc_auc'"):
         run_pipeline(fraud_project / "pipeline.yaml", ["evaluation.gates.0.metric=test_rocauc"])
 
 

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import distributed_script as script
 import pytest
 import torch
 import torch.distributed as dist
 
-import distributed_script as script
 from trainforge.errors import TrainingError
 from trainforge.train import make_strategy
 

@@ -193,7 +193,8 @@ def models_show(name: str, as_json: JsonFlag = False) -> None:
         _render.emit_json([dict(version_fields(v)) for v in versions])
         return
     for version in versions:
-        _render.emit_fields(f"{version.model_name} version {version.version}", version_fields(version))
+        title = f"{version.model_name} version {version.version}"
+        _render.emit_fields(title, version_fields(version))
 
 
 @app.callback()

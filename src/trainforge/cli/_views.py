@@ -12,7 +12,8 @@ HEADLINE_METRICS = ("roc_auc", "accuracy", "f1", "macro_f1", "r2", "mse", "mae")
 
 def short_metrics(metrics: dict[str, float], prefix: str = "test_") -> str:
     """The headline test metrics of a run or model version, for one table cell."""
-    picked = [(name, metrics[prefix + name]) for name in HEADLINE_METRICS if prefix + name in metrics]
+    picked = [(name, metrics[prefix + name]) for name in HEADLINE_METRICS
+              if prefix + name in metrics]
     return " ".join(f"{name}={value:.4g}" for name, value in picked[:3])
 
 

@@ -195,7 +195,8 @@ def _child(node: Any, part: Any) -> Any:
         return node.value
     if isinstance(part, int):
         return node
-    if not (isinstance(node, type) and issubclass(node, BaseModel)) or part not in node.model_fields:
+    is_model = isinstance(node, type) and issubclass(node, BaseModel)
+    if not is_model or part not in node.model_fields:
         return None
     items: list[Any] = []
     mapping = False

@@ -74,9 +74,11 @@ def features(
 ) -> dict[str, Any]:
     pipeline = FeaturePipeline.from_spec(spec).fit(splits.train)
     run.put_artifact("features/pipeline.json", pipeline.to_json().encode())
-    run.set_tags({"features": {"hash": pipeline.content_hash, "count": len(pipeline.feature_names)}})
+    run.set_tags({"features": {"hash": pipeline.content_hash,
+                               "count": len(pipeline.feature_names)}})
     targets = [target_values(part, target, task, name)
-               for name, part in (("train", splits.train), ("val", splits.val), ("test", splits.test))]
+               for name, part in (("train", splits.train), ("val", splits.val),
+                                  ("test", splits.test))]
     classes: tuple[object, ...] = ()
     if task == "multiclass":
         classes, targets = encode_classes(targets[0], targets[1:])

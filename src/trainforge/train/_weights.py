@@ -14,7 +14,8 @@ from trainforge.errors import TrainingError
 def save_weights(model: nn.Module, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
+    state = {name: tensor.detach().cpu().contiguous()
+             for name, tensor in model.state_dict().items()}
     save_file(state, str(path))
     return path
 
