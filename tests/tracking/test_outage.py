@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from trainforge.entities import RunStatus
+from trainforge.entities import DataVersion, RunStatus
 from trainforge.storage import SqlStore
 from trainforge.tracking import replay_spills, spill_directory, start_run
 
@@ -115,6 +115,7 @@ def test_cutting_the_connection_mid_run_loses_nothing(proxied, tmp_path: Path) -
     proxy.cut()
     _log(run, range(1000, 2000))
     run.set_tags({"during": "outage"})
+    run.set_data_version(DataVersion("d" * 64, "data/*.parquet", ({"path": "a.parquet"},), 12))
     assert run.flush() is False
     assert (spill_directory() / f"{run.run_id}.jsonl").exists()
     _log(run, range(2000, 3000))
@@ -125,6 +126,8 @@ def test_cutting_the_connection_mid_run_loses_nothing(proxied, tmp_path: Path) -
     run.end()
     stored = direct.get_run(run.run_id)
     assert stored.status is RunStatus.COMPLETED and stored.tags == {"during": "outage"}
+    assert stored.data_version_id == "d" * 64
+    assert direct.get_data_version("d" * 64).files == ({"path": "a.parquet"},)
     assert [p.step for p in direct.get_metric_history(run.run_id, "loss")] == list(range(4000))
     assert not (spill_directory() / f"{run.run_id}.jsonl").exists()
 

@@ -29,7 +29,13 @@ from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking._defaults import default_store, spill_directory
 from trainforge.tracking._environment import capture_environment, git_state, gpu_info
 from trainforge.tracking._logger import MetricLogger
-from trainforge.tracking._spill import SpillFile, apply_record, replay_directory
+from trainforge.tracking._spill import (
+    SpillFile,
+    apply_data_version,
+    apply_record,
+    data_version_record,
+    replay_directory,
+)
 from trainforge.tracking._store import TrackingStore
 from trainforge.tracking._tensorboard import TensorBoardSink
 
@@ -130,8 +136,9 @@ class RunHandle:
         self._write_through("summary", values, self.store.set_summary_metrics)
 
     def set_data_version(self, version: DataVersion) -> None:
-        self.store.put_data_version(version)
-        self.store.set_data_version(self.run_id, version.data_version_id)
+        """Record the data version (stored once) and link the run to it."""
+        self._write_through("data_version", data_version_record(version),
+                            partial(apply_data_version, self.store))
 
     def log_artifact(self, path: str | Path, name: str | None = None) -> str:
         return self.artifacts.put_file(self.run_id, path, name)

@@ -5,6 +5,7 @@ produced them:
 
     {"op": "metrics", "batch": "<id>", "points": [[key, value, step, timestamp], ...]}
     {"op": "tags" | "summary" | "params", "values": {...}}
+    {"op": "data_version", "values": {"data_version_id": ..., "source": ..., "files": [...], ...}}
     {"op": "device_hours", "values": {"hours": 0.1}}
     {"op": "end", "status": "completed", "error": null, "ended_at": "<iso>", "device_hours": 0.1}
 
@@ -33,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.entities import MetricPoint, RunStatus
+from trainforge.entities import DataVersion, MetricPoint, RunStatus
 from trainforge.errors import NotFound
 from trainforge.tracking._store import TrackingStore
 
@@ -139,6 +140,8 @@ def apply_record(store: TrackingStore, run_id: str, record: Record) -> None:
         store.set_summary_metrics(run_id, record["values"])
     elif op == "params":
         store.log_params(run_id, record["values"])
+    elif op == "data_version":
+        apply_data_version(store, run_id, record["values"])
     elif op == "device_hours":
         store.heartbeat(run_id, record["values"]["hours"])
     elif op == "end":
@@ -148,6 +151,20 @@ def apply_record(store: TrackingStore, run_id: str, record: Record) -> None:
                       datetime.fromisoformat(record["ended_at"]))
     else:
         raise ValueError(f"unknown spill record {op!r}")
+
+
+def data_version_record(version: DataVersion) -> dict[str, Any]:
+    """The JSON values of a `data_version` record."""
+    return {"data_version_id": version.data_version_id, "source": version.source,
+            "files": list(version.files), "num_rows": version.num_rows}
+
+
+def apply_data_version(store: TrackingStore, run_id: str, values: dict[str, Any]) -> None:
+    """Store the data version of `values` (once) and link run `run_id` to it."""
+    version = DataVersion(values["data_version_id"], values["source"], tuple(values["files"]),
+                          int(values["num_rows"]))
+    store.put_data_version(version)
+    store.set_data_version(run_id, version.data_version_id)
 
 
 def replay_directory(store: TrackingStore, directory: Path) -> dict[str, int]:
