@@ -74,15 +74,27 @@ def train_loss(store: SqlStore, run_id: str) -> list[tuple[int, str]]:
     return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
 
 
-@pytest.mark.slow
-def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path):
-    homes = {name: tmp_path / name for name in ("killed", "uninterrupted")}
+def two_jobs(project: Path, tmp_path: Path) -> tuple[dict[str, SqlStore], subprocess.Popen,
+                                                     subprocess.Popen]:
+    """The stores of homes `interrupted` and `uninterrupted`, and a job launched in each."""
+    homes = {name: tmp_path / name for name in ("interrupted", "uninterrupted")}
     # created and migrated here, before the launchers open them
     stores = {name: SqlStore(f"sqlite:///{home / 'trainforge.db'}") for name, home in homes.items()}
-    uninterrupted = launch(fraud_project, homes["uninterrupted"])
-    killed = launch(fraud_project, homes["killed"])
+    uninterrupted = launch(project, homes["uninterrupted"])
+    return stores, launch(project, homes["interrupted"]), uninterrupted
 
-    run_id = first_checkpoint(stores["killed"], killed)
+
+def assert_same_losses(stores: dict[str, SqlStore], run_id: str, reference_id: str) -> None:
+    """The interrupted run logged every step once, with the uninterrupted run's losses."""
+    series = train_loss(stores["interrupted"], run_id)
+    assert [step for step, _ in series] == list(range(1, STEPS + 1))
+    assert series == train_loss(stores["uninterrupted"], reference_id)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path):
+    stores, killed, uninterrupted = two_jobs(fraud_project, tmp_path)
+    run_id = first_checkpoint(stores["interrupted"], killed)
     pid = worker_pid(run_id, rank=1)
     assert pid is not None, "no worker of rank 1 found in /proc"
     os.kill(pid, signal.SIGKILL)
@@ -90,33 +102,25 @@ def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud
     reference, _ = finish(uninterrupted)
 
     assert "resumed from the checkpoint of step" in log  # by the restarted workers
-    [run] = stores["killed"].list_runs()
+    [run] = stores["interrupted"].list_runs()
     assert run.run_id == summary["run_id"] == run_id and run.status is RunStatus.COMPLETED
-    resumed = train_loss(stores["killed"], run_id)
-    assert [step for step, _ in resumed] == list(range(1, STEPS + 1))
-    assert resumed == train_loss(stores["uninterrupted"], reference["run_id"])
+    assert_same_losses(stores, run_id, reference["run_id"])
 
 
 @pytest.mark.slow
 def test_sigterm_to_the_launcher_preempts_the_job_and_resume_finishes_it(fraud_project, tmp_path):
-    homes = {name: tmp_path / name for name in ("preempted", "uninterrupted")}
-    stores = {name: SqlStore(f"sqlite:///{home / 'trainforge.db'}") for name, home in homes.items()}
-    uninterrupted = launch(fraud_project, homes["uninterrupted"])
-    preempted = launch(fraud_project, homes["preempted"])
-
-    run_id = first_checkpoint(stores["preempted"], preempted)
+    stores, preempted, uninterrupted = two_jobs(fraud_project, tmp_path)
+    run_id = first_checkpoint(stores["interrupted"], preempted)
     preempted.send_signal(signal.SIGTERM)
     _, err = preempted.communicate(timeout=120)
     assert preempted.returncode == 75, err[-3000:]
     assert f"--resume {run_id}" in err
-    run = stores["preempted"].get_run(run_id)
+    run = stores["interrupted"].get_run(run_id)
     assert run.status is RunStatus.PREEMPTED and run.error.startswith("preempted by SIGTERM")
 
-    resumed = launch(fraud_project, homes["preempted"], "--resume", run_id)
+    resumed = launch(fraud_project, tmp_path / "interrupted", "--resume", run_id)
     summary, log = finish(resumed)
     reference, _ = finish(uninterrupted)
     assert summary["run_id"] == run_id and "resumed from the checkpoint of step" in log
-    assert stores["preempted"].get_run(run_id).status is RunStatus.COMPLETED
-    series = train_loss(stores["preempted"], run_id)
-    assert [step for step, _ in series] == list(range(1, STEPS + 1))
-    assert series == train_loss(stores["uninterrupted"], reference["run_id"])
+    assert stores["interrupted"].get_run(run_id).status is RunStatus.COMPLETED
+    assert_same_losses(stores, run_id, reference["run_id"])
