@@ -26,10 +26,10 @@ TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 STEPS = 132  # 2 epochs of 66 steps: 16,800 training rows in global batches of 2 x 128
 
 
-def launch(project: Path, home: Path, *extra: str) -> subprocess.Popen:
+def launch(project: Path, home: Path, *extra: str, strategy: str = "ddp") -> subprocess.Popen:
     command = [TRAINFORGE, "run", str(project / "pipeline.yaml"), "--nproc-per-node", "2",
-               "--max-restarts", "1", "--json", "training.strategy=ddp", "training.epochs=2",
-               "training.batch_size=128", "training.deterministic=true",
+               "--max-restarts", "1", "--json", f"training.strategy={strategy}",
+               "training.epochs=2", "training.batch_size=128", "training.deterministic=true",
                "training.checkpoint.every_n_steps=10", *extra]
     env = {**os.environ, "TRAINFORGE_HOME": str(home), "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -74,14 +74,14 @@ def train_loss(store: SqlStore, run_id: str) -> list[tuple[int, str]]:
     return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
 
 
-def two_jobs(project: Path, tmp_path: Path) -> tuple[dict[str, SqlStore], subprocess.Popen,
-                                                     subprocess.Popen]:
+def two_jobs(project: Path, tmp_path: Path, strategy: str = "ddp"
+             ) -> tuple[dict[str, SqlStore], subprocess.Popen, subprocess.Popen]:
     """The stores of homes `interrupted` and `uninterrupted`, and a job launched in each."""
     homes = {name: tmp_path / name for name in ("interrupted", "uninterrupted")}
     # created and migrated here, before the launchers open them
     stores = {name: SqlStore(f"sqlite:///{home / 'trainforge.db'}") for name, home in homes.items()}
-    uninterrupted = launch(project, homes["uninterrupted"])
-    return stores, launch(project, homes["interrupted"]), uninterrupted
+    uninterrupted = launch(project, homes["uninterrupted"], strategy=strategy)
+    return stores, launch(project, homes["interrupted"], strategy=strategy), uninterrupted
 
 
 def assert_same_losses(stores: dict[str, SqlStore], run_id: str, reference_id: str) -> None:
@@ -92,8 +92,10 @@ def assert_same_losses(stores: dict[str, SqlStore], run_id: str, reference_id: s
 
 
 @pytest.mark.slow
-def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path):
-    stores, killed, uninterrupted = two_jobs(fraud_project, tmp_path)
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path,
+                                                                          strategy):
+    stores, killed, uninterrupted = two_jobs(fraud_project, tmp_path, strategy)
     run_id = first_checkpoint(stores["interrupted"], killed)
     pid = worker_pid(run_id, rank=1)
     assert pid is not None, "no worker of rank 1 found in /proc"

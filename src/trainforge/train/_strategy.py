@@ -213,26 +213,43 @@ class FSDPStrategy(_ProcessGroup):
         return _NO_CONTEXT if enabled else _deferred_reduce_scatter(self._root)
 
     def model_state(self, model: nn.Module) -> dict[str, Any]:
+        """The full (unsharded) state on rank 0, in CPU memory; {} on other ranks."""
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-        return get_model_state_dict(model)
+        return get_model_state_dict(model, options=_gathered())
 
     def load_model_state(self, model: nn.Module, state: dict[str, Any]) -> None:
+        """Load a full state (every rank holds all of it); each rank keeps its shard."""
         from torch.distributed.checkpoint.state_dict import set_model_state_dict
 
-        set_model_state_dict(model, state)
+        set_model_state_dict(model, state, options=_full())
 
     def optimizer_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """As `model_state`: full, on rank 0, keyed by parameter name."""
         from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
-        return get_optimizer_state_dict(model, optimizer)
+        return get_optimizer_state_dict(model, optimizer, options=_gathered())
 
     def load_optimizer_state(
         self, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]
     ) -> None:
         from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
 
-        set_optimizer_state_dict(model, optimizer, state)
+        set_optimizer_state_dict(model, optimizer, state, options=_full())
+
+
+def _gathered() -> Any:
+    """State-dict options: full tensors gathered to rank 0's CPU memory (a checkpoint's form)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def _full() -> Any:
+    """State-dict options: full tensors, held by every rank."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return StateDictOptions(full_state_dict=True)
 
 
 def fsdp2() -> Any:
