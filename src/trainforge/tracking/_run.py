@@ -166,7 +166,10 @@ class RunHandle:
         many were deleted."""
         self._check_open()
         self.flush()
-        return self.store.delete_metrics_after(self.run_id, after_step)
+        deleted = self.store.delete_metrics_after(self.run_id, after_step)
+        if self._tensorboard is not None:
+            self._tensorboard.purge_after(after_step)
+        return deleted
 
     def put_artifact(self, name: str, data: bytes) -> str:
         return self.artifacts.put_bytes(self.run_id, name, data)
