@@ -70,16 +70,16 @@ class Attempts:
         return text.strip()
 
 
-def next_kill(rng: random.Random, kill: int, saved: int) -> tuple[str, float, str]:
-    """(line to wait for, seconds to wait after it, kind) of a kill, beyond checkpoint `saved`:
-    in the middle of an epoch, at an epoch boundary (after validation, before its checkpoint),
-    or during the write of the checkpoint of the step printed (its folder exists)."""
+def next_kill(rng: random.Random, kill: int, at: int) -> tuple[str, float, str]:
+    """(line to wait for, seconds to wait after it, kind) of a kill at step `at` or soon after:
+    in the middle of an epoch, at the end of the epoch (after validation, before its
+    checkpoint), or during the write of the next checkpoint (once its folder exists)."""
     kind = ("mid-epoch", "epoch-end", "checkpoint-write")[kill % 3]
     if kind == "epoch-end":
-        return f"epoch {saved // STEPS_PER_EPOCH + 1}", rng.uniform(0, 0.005), kind
+        return f"epoch {-(-at // STEPS_PER_EPOCH)}", rng.uniform(0, 0.005), kind
     if kind == "checkpoint-write":
-        return f"step {(saved // EVERY_N_STEPS + 1) * EVERY_N_STEPS}", rng.uniform(0, 0.01), kind
-    return f"step {rng.randint(saved + 1, min(saved + 6, TOTAL_STEPS))}", rng.uniform(0, 0.03), kind
+        return f"step {-(-at // EVERY_N_STEPS) * EVERY_N_STEPS}", rng.uniform(0, 0.01), kind
+    return f"step {at}", rng.uniform(0, 0.03), kind
 
 
 def latest_checkpoint(location: Path) -> int:
@@ -120,9 +120,10 @@ def test_a_run_killed_20_times_resumes_to_the_same_bits(tmp_path, num_workers):
 
     rng = random.Random(20261122 + num_workers)
     run_id, location, kinds, torn_writes = None, None, Counter(), 0
-    for kill in range(KILLS):
-        saved = latest_checkpoint(location) if location else 0
-        line, delay, kind = next_kill(rng, kill, saved)
+    moments = sorted(rng.sample(range(1, TOTAL_STEPS), KILLS))  # spread over the whole run
+    for kill, moment in enumerate(moments):
+        saved = latest_checkpoint(location) if location else 0  # the attempt resumes after it
+        line, delay, kind = next_kill(rng, kill, max(moment, saved + 1))
         run_id = attempts.start(num_workers, run_id)
         location = tmp_path / "checkpoints" / run_id
         attempts.wait_for(line)
