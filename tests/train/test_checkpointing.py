@@ -53,6 +53,8 @@ def test_saves_on_every_n_steps_and_at_epoch_ends_once_per_step(tmp_path):
     # an epoch's last step is saved after its validation, with the epoch's metrics
     assert infos[10].metrics["val_loss"] == result.history[0]["val_loss"]
     assert infos[10].epoch == 1 and infos[12].epoch == 1 and infos[30].epoch == 3
+    # a checkpoint holds the metrics logged at its step: no stale validation mid-epoch
+    assert "val_loss" not in infos[12].metrics and "train_loss" in infos[12].metrics
 
 
 def test_without_a_location_nothing_is_saved(tmp_path):
@@ -61,13 +63,16 @@ def test_without_a_location_nothing_is_saved(tmp_path):
     assert trainer.checkpointing.manager is None
 
 
-def test_retention_keeps_the_last_and_the_best(tmp_path):
-    make_trainer(checkpoint_dir=tmp_path, **{**SETUP, "epochs": 4, "optimizer": {"lr": 0.3}},
-                 checkpoint={"keep_last": 1, "keep_best": 1, "monitor": "val_loss"}).fit()
-    infos = CheckpointManager(tmp_path).list()
-    assert infos[-1].step == 40
-    best = min(infos, key=lambda info: info.metrics["val_loss"])
-    assert {info.step for info in infos} == {best.step, 40}
+def test_retention_keeps_the_last_and_the_best_validated_one(tmp_path):
+    result = make_trainer(checkpoint_dir=tmp_path,
+                          **{**SETUP, "epochs": 4, "optimizer": {"lr": 0.3}},
+                          checkpoint={"every_n_steps": 3, "keep_last": 1, "keep_best": 1,
+                                      "monitor": "val_loss"}).fit()
+    losses = [epoch["val_loss"] for epoch in result.history]
+    best_epoch = losses.index(min(losses))
+    assert best_epoch < 3  # the best is not also the newest
+    steps = [info.step for info in CheckpointManager(tmp_path).list()]
+    assert steps == [(best_epoch + 1) * 10, 40]  # ranked only where val_loss was measured
 
 
 @pytest.mark.parametrize("crash_step", [13, 20, 21],

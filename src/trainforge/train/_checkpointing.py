@@ -121,7 +121,7 @@ class Checkpointing(Callback):
         state = trainer.state_dict()  # on every rank: FSDP gathers the full state
         if self.strategy.is_rank_zero:
             self.manager.save(step, state, epoch=trainer.state.epoch,
-                              metrics=trainer.latest_metrics, blocking=blocking)
+                              metrics=trainer.step_metrics, blocking=blocking)
         self._last_step, self._last_elapsed = step, elapsed
 
     def _agree(self, due: bool, stop: bool) -> tuple[bool, bool]:

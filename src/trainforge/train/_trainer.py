@@ -155,6 +155,8 @@ class Trainer:
         self.state = TrainState()
         self.history: list[dict[str, float]] = []
         self._latest: dict[str, float] = {}
+        self._emitted: dict[str, float] = {}  # logged at step `_emitted_step`
+        self._emitted_step = -1
         self._window: list[float] = []  # step losses (means over ranks) since the latest log
         self._rows = 0  # rows trained on this rank since the latest log
         self._last_norm: float | None = None  # of the latest step, when read every step
@@ -165,9 +167,10 @@ class Trainer:
         return self.strategy.is_rank_zero
 
     @property
-    def latest_metrics(self) -> dict[str, float]:
-        """The latest logged value of every metric (a copy)."""
-        return dict(self._latest)
+    def step_metrics(self) -> dict[str, float]:
+        """The metrics logged at the current global step (a copy): what its checkpoint holds and
+        is ranked by, so a mid-epoch checkpoint is not ranked by the last epoch's validation."""
+        return dict(self._emitted) if self._emitted_step == self.state.global_step else {}
 
     def _build_data(self, train_data: TrainData, val_data: TrainData | None) -> None:
         config, strategy = self.config, self.strategy
@@ -341,8 +344,12 @@ class Trainer:
         return {"val_loss": loss, **report.prefixed()}
 
     def _emit(self, metrics: dict[str, float]) -> None:
+        step = self.state.global_step
+        if step != self._emitted_step:
+            self._emitted, self._emitted_step = {}, step
+        self._emitted.update(metrics)
         self._latest.update(metrics)
-        self.sink.log_metrics(metrics, self.state.global_step)
+        self.sink.log_metrics(metrics, step)
 
     def _begin_fit(self) -> None:
         """Start the throughput clock; record the set-up on a run that takes tags."""
