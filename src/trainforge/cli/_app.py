@@ -30,7 +30,6 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
 app.add_typer(checkpoints_app, name="checkpoints")
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(
     min=1, help="Worker processes per node, started by torchrun (training.strategy ddp or fsdp).")]
@@ -51,11 +50,6 @@ def main() -> None:
     except TrainforgeError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
-
-
-def _fail(message: str, code: int) -> None:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
 
 
 def _setup_logging() -> None:
@@ -83,7 +77,7 @@ def _print_step(event: StepEvent) -> None:
 def run(
     spec: str,
     overrides: Overrides = None,
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
     nproc_per_node: NprocPerNode = None,
     nnodes: Nnodes = 1,
     rdzv_endpoint: RdzvEndpoint = None,
@@ -94,7 +88,8 @@ def run(
     """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
     --nproc-per-node)."""
     if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or rdzv_id or max_restarts):
-        _fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need --nproc-per-node", 2)
+        _render.fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need "
+                     "--nproc-per-node", 2)
     if not as_json:
         _setup_logging()
     try:
@@ -105,12 +100,12 @@ def run(
             launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
             result = launch_pipeline(spec, overrides or [], launch, resume=resume)
     except SpecError as exc:
-        _fail(str(exc), 2)
+        _render.fail(str(exc), 2)
     except RunPreempted as exc:
-        _fail(f"{exc}\ncontinue it with: trainforge run {spec} --resume {exc.run_id}",
+        _render.fail(f"{exc}\ncontinue it with: trainforge run {spec} --resume {exc.run_id}",
               EXIT_PREEMPTED)
     except RunFailed as exc:
-        _fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
+        _render.fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
     if result is None:  # global rank 0 ran on another node: that node's launcher reports the run
         return
     summary = pipeline_summary(result)
@@ -129,7 +124,7 @@ def run(
 
 
 @app.command()
-def validate(spec: str, overrides: Overrides = None, as_json: JsonFlag = False) -> None:
+def validate(spec: str, overrides: Overrides = None, as_json: _render.JsonFlag = False) -> None:
     """Check SPEC (and its data contract) without running anything."""
     try:
         loaded = load_checked_spec(spec, overrides or [])
@@ -137,7 +132,7 @@ def validate(spec: str, overrides: Overrides = None, as_json: JsonFlag = False) 
         if as_json:
             _render.emit_json({"valid": False, "problems": exc.problems})
             raise typer.Exit(2) from None
-        _fail(str(exc), 2)
+        _render.fail(str(exc), 2)
     if as_json:
         _render.emit_json({"valid": True, "spec": loaded.model_dump(mode="json")})
     else:
@@ -158,13 +153,13 @@ checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 
 
 @runs_app.command("show")
-def runs_show(run_id: str, as_json: JsonFlag = False) -> None:
+def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
     store = open_store()
     try:
         run_ = store.get_run(run_id)
     except NotFound as exc:
-        _fail(str(exc), 1)
+        _render.fail(str(exc), 1)
     fields = run_fields(run_, store.get_experiment(run_.experiment_id).name)
     if as_json:
         _render.emit_json(dict(fields))
@@ -173,7 +168,7 @@ def runs_show(run_id: str, as_json: JsonFlag = False) -> None:
 
 
 @models_app.command("list")
-def models_list(as_json: JsonFlag = False) -> None:
+def models_list(as_json: _render.JsonFlag = False) -> None:
     """Every registered model version."""
     rows = [model_row(v) for v in open_store().list_model_versions()]
     if as_json:
@@ -184,11 +179,11 @@ def models_list(as_json: JsonFlag = False) -> None:
 
 
 @models_app.command("show")
-def models_show(name: str, as_json: JsonFlag = False) -> None:
+def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
     """All versions of model NAME with their lineage."""
     versions = open_store().list_model_versions(name)
     if not versions:
-        _fail(f"model {name!r} not found (see: trainforge models list)", 1)
+        _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
     if as_json:
         _render.emit_json([dict(version_fields(v)) for v in versions])
         return

@@ -11,7 +11,7 @@ import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -22,7 +22,6 @@ from trainforge.pipeline import checkpoint_policy, gc_run_checkpoints, list_run_
 from trainforge.storage import open_store
 from trainforge.train.checkpoint import CheckpointWarning
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 KeepLast = Annotated[Optional[int], typer.Option(
     min=0, help="Newest checkpoints kept (default: the run's training.checkpoint.keep_last).")]
 KeepBest = Annotated[Optional[int], typer.Option(
@@ -31,11 +30,6 @@ KeepBest = Annotated[Optional[int], typer.Option(
 Force = Annotated[bool, typer.Option(
     "--force", help="Prune a run still marked running (only if its process is gone).")]
 FAILURES = (CheckpointError, Conflict, NotFound)
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
 
 
 @contextmanager
@@ -53,7 +47,7 @@ def _warnings_on_stderr() -> Iterator[None]:
 def checkpoints_list(
     run_id: str,
     all_: Annotated[bool, typer.Option("--all", help="Also those whose files are gone.")] = False,
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
     store = open_store()
@@ -62,7 +56,7 @@ def checkpoints_list(
             records = list_run_checkpoints(store, run_id, include_deleted=all_)
         monitor = checkpoint_policy(store.get_run(run_id)).monitor
     except FAILURES as exc:
-        _fail(str(exc), 1)
+        _render.fail(str(exc), 1)
     rows = [checkpoint_row(record) for record in records]
     if as_json:
         _render.emit_json(rows)
@@ -77,7 +71,7 @@ def checkpoints_gc(
     keep_last: KeepLast = None,
     keep_best: KeepBest = None,
     force: Force = False,
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
 ) -> None:
     """Delete the checkpoints of run RUN_ID that retention drops.
 
@@ -87,7 +81,7 @@ def checkpoints_gc(
         with _warnings_on_stderr():
             deleted = gc_run_checkpoints(open_store(), run_id, keep_last, keep_best, force=force)
     except FAILURES as exc:
-        _fail(str(exc), 1)
+        _render.fail(str(exc), 1)
     if as_json:
         _render.emit_json([{"step": info.step, "uri": info.uri} for info in deleted])
         return

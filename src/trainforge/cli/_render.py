@@ -6,10 +6,19 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, NoReturn
 
+import typer
 from rich.console import Console
 from rich.table import Table
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print `message` on stderr and exit with `code` (1: a failure, 2: bad arguments)."""
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
 
 
 def is_terminal() -> bool:

@@ -8,7 +8,7 @@ experiment exits 1.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -27,13 +27,6 @@ from trainforge.tracking import (
     search_runs,
 )
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
-
 
 def runs_list(
     experiment: Annotated[Optional[str], typer.Option(help="Only this experiment.")] = None,
@@ -44,14 +37,14 @@ def runs_list(
         "--sort", help="e.g. -metrics.test_auc (\"-\": descending); default: newest first"
     )] = None,
     limit: Annotated[int, typer.Option(min=1)] = 50,
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
 ) -> None:
     """Runs matching --filter, ordered by --sort (newest first by default)."""
     keys = _metric_keys(filter, sort)
     try:
         runs = search_runs(experiment, filter, sort, limit)
     except NotFound as exc:
-        _fail(str(exc), 1)
+        _render.fail(str(exc), 1)
     names = {e.experiment_id: e.name for e in default_store().list_experiments()}
     rows = [run_row(r, names) for r in runs]
     if as_json:
@@ -68,11 +61,11 @@ def _metric_keys(filter: str | None, sort: str | None) -> list[str]:
     try:
         comparisons = parse_filter(filter)
     except QueryError as exc:
-        _fail(f"--filter {exc}", 2)
+        _render.fail(f"--filter {exc}", 2)
     try:
         sort_keys = parse_sort(sort)
     except QueryError as exc:
-        _fail(f"--sort {exc}", 2)
+        _render.fail(f"--sort {exc}", 2)
     fields = [k.field for k in sort_keys] + [c.field for c in comparisons]
     return list(dict.fromkeys(f.name for f in fields if f.kind == "metrics"))
 
@@ -85,15 +78,15 @@ def _metric_cell(metrics: dict[str, float], keys: list[str]) -> str:
 
 def runs_compare(
     run_ids: Annotated[list[str], typer.Argument(help="Two or more run ids.")],
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
 ) -> None:
     """Runs side by side: the params that differ, and every metric."""
     if len(run_ids) < 2:
-        _fail("compare needs at least two run ids", 2)
+        _render.fail("compare needs at least two run ids", 2)
     try:
         result = compare_runs(run_ids)
     except NotFound as exc:
-        _fail(str(exc), 1)
+        _render.fail(str(exc), 1)
     if as_json:
         _render.emit_json({"runs": list(result.run_ids), "same_params": result.same_params,
                            "params": {k: list(v) for k, v in result.params.items()},
@@ -111,13 +104,13 @@ def runs_history(
     max_points: Annotated[Optional[int], typer.Option(
         "--max-points", min=2, help="Downsample to at most this many points (min/max buckets)."
     )] = None,
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
 ) -> None:
     """The series KEY of run RUN_ID, by step."""
     try:
         points = get_metric_history(run_id, key, max_points)
     except NotFound as exc:
-        _fail(str(exc), 1)
+        _render.fail(str(exc), 1)
     rows = [{"step": p.step, "value": p.value, "time": _time(p.timestamp)} for p in points]
     if as_json:
         _render.emit_json(rows)
@@ -130,7 +123,7 @@ def runs_gc(
     timeout: Annotated[float, typer.Option(
         min=0.001, help="Seconds without a heartbeat after which a running run is crashed."
     )] = DEFAULT_CRASH_TIMEOUT_S,
-    as_json: JsonFlag = False,
+    as_json: _render.JsonFlag = False,
 ) -> None:
     """Mark `crashed` the running runs whose process stopped sending heartbeats."""
     crashed = collect_crashed_runs(timeout)
@@ -142,7 +135,7 @@ def runs_gc(
     typer.echo(f"{len(crashed)} run(s) marked crashed")
 
 
-def runs_replay(as_json: JsonFlag = False) -> None:
+def runs_replay(as_json: _render.JsonFlag = False) -> None:
     """Write what runs spilled to local files while the database was unreachable."""
     replayed = replay_spills()
     if as_json:
