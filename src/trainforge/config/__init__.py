@@ -10,6 +10,7 @@ from trainforge.config._loading import (
     parse_model,
     read_yaml_mapping,
 )
+from trainforge.config._settings import Settings, mask_url_password
 from trainforge.config._spec import (
     CheckpointSpec,
     ClipSpec,
@@ -51,6 +52,7 @@ __all__ = [
     "ProfilerSpec",
     "RegistrySpec",
     "ScheduleSpec",
+    "Settings",
     "SplitSpec",
     "StandardizeSpec",
     "TrackingSpec",
@@ -59,6 +61,7 @@ __all__ = [
     "apply_overrides",
     "load_model",
     "load_spec",
+    "mask_url_password",
     "parse_model",
     "read_yaml_mapping",
 ]
