@@ -62,6 +62,8 @@ class Run:
     parent_run_id: str | None = None
     heartbeat_at: datetime | None = None
     device_hours: float = 0.0
+    system: dict[str, Any] = field(default_factory=dict)
+    spec_hash: str | None = None
 
     @property
     def duration_s(self) -> float | None:

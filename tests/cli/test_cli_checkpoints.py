@@ -14,6 +14,7 @@ from fraud_fixtures import EXAMPLE
 from typer.testing import CliRunner
 
 from trainforge.cli import app
+from trainforge.config import Settings
 from trainforge.entities import RunStatus
 from trainforge.storage import open_store
 
@@ -68,13 +69,15 @@ def on_disk(run_id: str) -> list[int]:
     return sorted(int(path.name.removeprefix("step-")) for path in folder.glob("step-*"))
 
 
-def stub_run(tags: dict | None = None, params: dict | None = None,
+def stub_run(location: str | None = None, policy: dict | None = None,
              status: RunStatus | None = RunStatus.COMPLETED) -> str:
-    """A run made directly in the store (no training); left running when `status` is None."""
-    store = open_store()
+    """A run made directly in the store (no training) that records a checkpoint `location`
+    and `policy` when given; left running when `status` is None."""
+    system = {"checkpoint": {"location": location, "policy": policy or {}}} if location else {}
+    store = open_store(Settings.from_env().database_url.get_secret_value())
     try:
         experiment = store.get_or_create_experiment("stub")
-        run = store.create_run(experiment.experiment_id, params or {}, {}, "unused", tags=tags)
+        run = store.create_run(experiment.experiment_id, {}, {}, "unused", system=system)
         if status is not None:
             store.end_run(run.run_id, status)
         return run.run_id
@@ -128,7 +131,7 @@ def test_checkpoints_without_records_are_recorded(trained, tmp_path):
     copy = shutil.copytree(Path(f"{home}.saved") / "artifacts" / run_id / "checkpoints",
                            tmp_path / "checkpoints")
     policy = {"monitor": "val_loss"}
-    stub = stub_run({"checkpoint": {"location": str(copy)}}, {"training": {"checkpoint": policy}})
+    stub = stub_run(str(copy), policy)
     rows = listed(stub)
     assert [row["step"] for row in rows] == sorted(
         int(path.name.removeprefix("step-")) for path in copy.glob("step-*"))
@@ -149,7 +152,7 @@ def test_a_run_without_checkpoints_is_named():
 
 
 def test_keep_best_needs_a_monitor(tmp_path):
-    stub = stub_run({"checkpoint": {"location": str(tmp_path)}}, {"training": {"checkpoint": {}}})
+    stub = stub_run(str(tmp_path))
     result = invoke("gc", stub, "--keep-last", "1", "--keep-best", "1")
     assert result.exit_code == 1
     assert "keep_best needs a monitor metric" in result.stderr
@@ -161,8 +164,7 @@ def test_a_negative_keep_last_exits_2():
 
 
 def test_gc_of_a_running_run_needs_force(tmp_path):
-    tags = {"checkpoint": {"location": str(tmp_path)}}
-    stub = stub_run(tags, {"training": {"checkpoint": {}}}, status=None)
+    stub = stub_run(str(tmp_path), status=None)
     refused = invoke("gc", stub, "--keep-last", "1")
     assert refused.exit_code == 1 and f"run {stub} is running" in refused.stderr
     forced = invoke("gc", stub, "--keep-last", "1", "--force")

@@ -13,17 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from home import home_store
 from typer.testing import CliRunner
 
 from trainforge.cli import app
 from trainforge.entities import RunStatus
 from trainforge.errors import Conflict, SpecError
 from trainforge.evaluate import EvalReport
-from trainforge.pipeline import Launch, launch_pipeline
+from trainforge.pipeline import Launch, PipelineServices, launch_pipeline, plan_pipeline
 from trainforge.pipeline._distributed import job_run_id
 from trainforge.pipeline._run import run_tracked
 from trainforge.registry import GateResult
-from trainforge.storage import open_store
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 
@@ -41,7 +41,7 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
     summary = json.loads(result.stdout)
     assert summary["status"] == "completed" and summary["model_version"] == "fraud_detector/1"
 
-    store = open_store()
+    store = home_store()
     [run] = store.list_runs()
     assert run.run_id == summary["run_id"] and run.status is RunStatus.COMPLETED
     assert run.tags["distributed"]["nproc_per_node"] == 2
@@ -59,7 +59,7 @@ def test_a_failing_worker_fails_the_run_with_its_error(fraud_project):
                  "training.strategy=ddp", "data.source=missing/*.parquet")
     assert result.returncode == 1
     assert "failed" in result.stderr and "missing/*.parquet" in result.stderr
-    [run] = open_store().list_runs()
+    [run] = home_store().list_runs()
     assert run.status is RunStatus.FAILED
     assert "worker rank" in run.error and "DataNotFound" in run.error
 
@@ -67,7 +67,7 @@ def test_a_failing_worker_fails_the_run_with_its_error(fraud_project):
 def test_several_processes_need_a_distributed_strategy(fraud_project):
     with pytest.raises(SpecError, match="training.strategy: 'single' cannot use 2 processes"):
         launch_pipeline(fraud_project / "pipeline.yaml", [], Launch(nproc_per_node=2))
-    assert open_store().list_runs() == []
+    assert home_store().list_runs() == []
 
 
 NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
@@ -86,7 +86,7 @@ NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
 def test_launch_flags_are_checked_before_any_run(fraud_project, flags, message):
     result = CliRunner().invoke(app, ["run", str(fraud_project / "pipeline.yaml"), *flags])
     assert result.exit_code == 2 and message in result.output
-    assert open_store().list_runs() == []
+    assert home_store().list_runs() == []
 
 
 def test_the_nodes_of_a_job_derive_its_run_id_from_what_they_share():
@@ -108,26 +108,29 @@ def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
     fraud_project, creator_runs_rank0
 ):
     """Two launchers in one process: the second starts while the first's workers run."""
-    spec, run_id = fraud_project / "pipeline.yaml", "a" * 32
+    plan, run_id = plan_pipeline(fraud_project / "pipeline.yaml"), "a" * 32
     joiner, status_after_joiner = [], []
 
+    def launcher(execute):
+        return run_tracked(plan, PipelineServices.open(), execute=execute, run_id=run_id)
+
     def creator(handle):
-        joiner.append(run_tracked(spec, execute=join, run_id=run_id))
-        status_after_joiner.append(open_store().get_run(run_id).status)
+        joiner.append(launcher(join))
+        status_after_joiner.append(home_store().get_run(run_id).status)
         return RANK0_VALUES if creator_runs_rank0 else None
 
     def join(handle):
         return None if creator_runs_rank0 else RANK0_VALUES
 
-    results = [run_tracked(spec, execute=creator, run_id=run_id), *joiner]
+    results = [launcher(creator), *joiner]
     reporter, other = results if creator_runs_rank0 else results[::-1]
     assert other is None and reporter.run.run_id == run_id
     assert status_after_joiner == [
         RunStatus.RUNNING if creator_runs_rank0 else RunStatus.COMPLETED]
-    [run] = open_store().list_runs()
+    [run] = home_store().list_runs()
     assert run.run_id == run_id and run.status is RunStatus.COMPLETED
     with pytest.raises(Conflict, match=r"has ended \(completed\); a new multi-node job needs"):
-        run_tracked(spec, execute=join, run_id=run_id)
+        launcher(join)
 
 
 def free_port() -> int:
@@ -142,7 +145,7 @@ def test_two_nodes_make_one_run_reported_by_the_node_of_rank0(fraud_project):
     command = [TRAINFORGE, "run", str(fraud_project / "pipeline.yaml"), "--nnodes", "2",
                "--nproc-per-node", "1", "--rdzv-endpoint", endpoint, "--rdzv-id", "job-1",
                "training.strategy=ddp", "training.epochs=2", "--json"]
-    store = open_store()  # created and migrated before the two launchers share it
+    store = home_store()  # created and migrated before the two launchers share it
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     nodes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env) for _ in range(2)]

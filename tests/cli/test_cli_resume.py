@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from home import home_store
 
+from trainforge.config import Settings
 from trainforge.entities import RunStatus
-from trainforge.storage import open_store, trainforge_home
+from trainforge.storage import open_store
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 # 24,000 rows, 70% for training, batch 512: 33 steps per epoch
@@ -36,7 +38,7 @@ def start(*args: str) -> subprocess.Popen:
 def await_checkpoint(process: subprocess.Popen, step: int) -> str:
     """Wait until some run has a committed checkpoint of `step`; return that run's id."""
     deadline = time.monotonic() + 120
-    artifacts = trainforge_home() / "artifacts"
+    artifacts = Path(Settings.from_env().artifact_root)
     while time.monotonic() < deadline:
         found = list(artifacts.glob(f"*/checkpoints/step-{step:010d}/MANIFEST.json"))
         if found:
@@ -47,7 +49,7 @@ def await_checkpoint(process: subprocess.Popen, step: int) -> str:
 
 
 def loss_series(run_id: str) -> list[tuple[int, str]]:
-    store = open_store()
+    store = home_store()
     try:
         return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
     finally:
@@ -68,7 +70,7 @@ def test_sigterm_preempts_and_resume_continues_the_same_run_exactly(fraud_projec
     assert process.returncode == EXIT_PREEMPTED, stderr
     assert f"run {run_id} preempted by SIGTERM after step" in stderr
     assert f"trainforge run {spec} --resume {run_id}" in stderr
-    store = open_store()
+    store = home_store()
     stopped = store.get_run(run_id)
     assert stopped.status is RunStatus.PREEMPTED
     preempted_at = int(stopped.error.split("after step ")[1].split()[0])
@@ -93,7 +95,7 @@ def test_resume_auto_continues_a_killed_run_and_then_starts_new_ones(fraud_proje
     run_id = await_checkpoint(process, 10)
     process.kill()  # SIGKILL: the run stays `running`, its process gone
     process.wait(timeout=30)
-    store = open_store()
+    store = home_store()
     assert store.get_run(run_id).status is RunStatus.RUNNING
 
     other_spec = cli("run", spec, *auto, "training.seed=1", "--json")  # another spec: new run
@@ -122,9 +124,9 @@ def test_resume_refuses_unknown_completed_and_live_runs(fraud_project, tmp_path)
     assert again.returncode == 1
     assert f"run {run_id} has completed; there is nothing to resume" in again.stderr
 
-    store = open_store()
+    store = open_store(Settings.from_env().database_url.get_secret_value())
     store.reopen_run(run_id)  # as if a process on this host were still running it
-    store.set_tags(run_id, {"process": {"host": socket.gethostname(), "pid": os.getpid()}})
+    store.set_system(run_id, {"process": {"host": socket.gethostname(), "pid": os.getpid()}})
     store.close()
     live = cli("run", spec, "training.epochs=1", "--resume", run_id)
     assert live.returncode == 1

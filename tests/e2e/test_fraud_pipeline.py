@@ -4,14 +4,14 @@ import json
 
 import pandas as pd
 import pytest
+from home import home_artifacts, home_store
 
 from trainforge.config import ModelSpec
 from trainforge.entities import ModelStage, RunStatus
 from trainforge.errors import RunFailed, SpecError
 from trainforge.features import FeaturePipeline
 from trainforge.models import build_model
-from trainforge.pipeline import default_artifact_store, run_pipeline
-from trainforge.storage import open_store
+from trainforge.pipeline import run_pipeline
 from trainforge.train import load_weights
 
 FAST = ["training.epochs=2"]
@@ -24,7 +24,7 @@ def only_run(store):
 
 def test_pipeline_trains_gates_and_registers_with_full_lineage(fraud_project):
     result = run_pipeline(fraud_project / "pipeline.yaml", FAST)
-    store = open_store()
+    store = home_store()
     run = store.get_run(result.run.run_id)
     assert run.status is RunStatus.COMPLETED
     assert run.metrics["test_roc_auc"] > 0.8
@@ -49,7 +49,7 @@ def test_pipeline_trains_gates_and_registers_with_full_lineage(fraud_project):
 
 def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     result = run_pipeline(fraud_project / "pipeline.yaml", FAST)
-    artifacts = default_artifact_store()
+    artifacts = home_artifacts()
     run_id = result.run.run_id
     names = artifacts.list_names(run_id)
     assert [n for n in names if not n.startswith("checkpoints/")] == [
@@ -81,17 +81,17 @@ def test_failed_gate_completes_the_run_but_registers_nothing(fraud_project):
     result = run_pipeline(fraud_project / "pipeline.yaml",
                           [*FAST, "evaluation.gates.0.min=0.9999"])
     assert result.model_version is None
-    run = open_store().get_run(result.run.run_id)
+    run = home_store().get_run(result.run.run_id)
     assert run.status is RunStatus.COMPLETED
     assert run.tags["gates"]["passed"] is False
     assert run.tags["gates"]["failures"][0].startswith("test_roc_auc >= 0.9999: got ")
-    assert open_store().list_model_versions() == []
+    assert home_store().list_model_versions() == []
 
 
 def expect_failed_run(fraud_project, overrides=(), match=""):
     with pytest.raises(RunFailed) as info:
         run_pipeline(fraud_project / "pipeline.yaml", [*FAST, *overrides])
-    store = open_store()
+    store = home_store()
     run = store.get_run(info.value.run_id)
     assert run.status is RunStatus.FAILED
     assert match in run.error
@@ -125,7 +125,7 @@ def test_rows_breaking_the_contract_fail_with_counts_and_row_locations(fraud_pro
     run = expect_failed_run(fraud_project, match="DataValidationError")
     assert "amount" in run.error and "3" in run.error
     assert f"{first.name} row 3" in run.error
-    report = json.loads(default_artifact_store().get_bytes(run.run_id, "validation/report.json"))
+    report = json.loads(home_artifacts().get_bytes(run.run_id, "validation/report.json"))
     [violation] = report["violations"]
     assert (violation["column"], violation["rule"], violation["count"]) == ("amount", "min", 3)
 
@@ -156,7 +156,7 @@ def test_spec_errors_create_no_run(fraud_project, text, expected):
         spec.write_text(original.replace("lr: 0.002", "lr: fast"))
     with pytest.raises(SpecError, match=expected):
         run_pipeline(spec)
-    assert open_store().list_runs() == []
+    assert home_store().list_runs() == []
 
 
 def test_gate_on_an_unknown_metric_is_a_spec_error(fraud_project):
@@ -168,12 +168,12 @@ def test_gate_on_an_unknown_metric_is_a_spec_error(fraud_project):
 def test_same_spec_and_data_reproduce_the_same_run_bit_for_bit(fraud_project):
     first = run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1"])
     second = run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1"])
-    store = open_store()
+    store = home_store()
     losses = [[p.value.hex() for p in store.get_metric_history(r.run.run_id, "train_loss")]
               for r in (first, second)]
     assert losses[0] == losses[1]
     assert first.evaluation.metrics == second.evaluation.metrics
     assert first.run.data_version_id == second.run.data_version_id
-    artifacts = default_artifact_store()
+    artifacts = home_artifacts()
     assert (artifacts.get_bytes(first.run.run_id, "model/weights.safetensors")
             == artifacts.get_bytes(second.run.run_id, "model/weights.safetensors"))

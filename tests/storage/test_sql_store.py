@@ -7,7 +7,6 @@ import random
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from trainforge.entities import (
     RunStatus,
 )
 from trainforge.errors import Conflict, NotFound, StoreError
-from trainforge.storage import SqlStore, default_db_url, open_store
+from trainforge.storage import SqlStore
 
 MISSING = "0" * 32
 
@@ -305,16 +304,6 @@ def test_create_run_with_a_missing_pipeline_raises_not_found(store: SqlStore) ->
 
 
 # opening
-
-
-def test_open_store_defaults_to_a_file_under_trainforge_home(_isolated_home: Path) -> None:
-    store = open_store()
-    try:
-        assert store.url == default_db_url() == f"sqlite:///{_isolated_home / 'trainforge.db'}"
-        assert store.list_experiments() == []
-        assert (_isolated_home / "trainforge.db").is_file()
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("url", ["mysql://root:secret@localhost/db", "not a url"])

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from trainforge.config import Settings
 from trainforge.entities import MetricPoint, RunStatus
 from trainforge.errors import StoreUnavailable
 from trainforge.storage import SqlStore
 from trainforge.storage.artifacts import LocalArtifactStore
-from trainforge.tracking import RunHandle, replay_spills, spill_directory, start_run
+from trainforge.tracking import RunHandle, replay_spills, start_run
 from trainforge.tracking._logger import MetricLogger
 from trainforge.tracking._spill import SpillFile
 
@@ -106,7 +107,7 @@ def test_outage_spills_everything_in_order_and_replays_it_exactly_once(flaky, tm
     run.set_summary({"best": 0.5})
     run.log_params({"lr": 0.1})
     assert run.flush() is False
-    spill = spill_directory() / f"{run.run_id}.jsonl"
+    spill = Settings.from_env().spill_dir / f"{run.run_id}.jsonl"
     ops = [json.loads(line)["op"] for line in spill.read_text().splitlines()]
     assert set(ops) == {"metrics", "tags", "summary", "params"}
     flaky.down = False

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
+from trainforge.config import Settings
 from trainforge.entities import DataVersion, RunStatus
 from trainforge.storage import SqlStore
-from trainforge.tracking import replay_spills, spill_directory, start_run
+from trainforge.tracking import replay_spills, start_run
 
 pytestmark = pytest.mark.postgres
 
@@ -117,7 +118,7 @@ def test_cutting_the_connection_mid_run_loses_nothing(proxied, tmp_path: Path) -
     run.set_tags({"during": "outage"})
     run.set_data_version(DataVersion("d" * 64, "data/*.parquet", ({"path": "a.parquet"},), 12))
     assert run.flush() is False
-    assert (spill_directory() / f"{run.run_id}.jsonl").exists()
+    assert (Settings.from_env().spill_dir / f"{run.run_id}.jsonl").exists()
     _log(run, range(2000, 3000))
     time.sleep(0.3)  # a few failed cycles and heartbeats
     proxy.restore()
@@ -129,7 +130,7 @@ def test_cutting_the_connection_mid_run_loses_nothing(proxied, tmp_path: Path) -
     assert stored.data_version_id == "d" * 64
     assert direct.get_data_version("d" * 64).files == ({"path": "a.parquet"},)
     assert [p.step for p in direct.get_metric_history(run.run_id, "loss")] == list(range(4000))
-    assert not (spill_directory() / f"{run.run_id}.jsonl").exists()
+    assert not (Settings.from_env().spill_dir / f"{run.run_id}.jsonl").exists()
 
 
 def test_a_run_that_ends_during_the_outage_lands_on_replay(proxied, tmp_path: Path) -> None:

@@ -150,7 +150,7 @@ def test_resume_reopens_the_run_and_sums_device_hours(store, artifacts, tmp_path
 def test_an_attached_handle_logs_to_the_existing_run_and_leaves_it_open(store, artifacts,
                                                                          tmp_path):
     with start_run("exp", store=store, artifacts=artifacts, code_dir=tmp_path) as owner:
-        rank0 = RunHandle(store, store.get_run(owner.run_id), artifacts)
+        rank0 = RunHandle.attach(store, owner.run_id, artifacts)
         rank0.log_metrics({"loss": 0.5, "acc": 0.75}, step=3)
         assert rank0.flush() is True
         rank0._at_exit()  # what the interpreter does at exit: close(), not end()

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from trainforge.cli import _checkpoints, _render, _runs
+from trainforge.cli import _checkpoints, _context, _render, _runs
 from trainforge.cli._views import (
     model_row,
     pipeline_summary,
@@ -20,7 +20,6 @@ from trainforge.cli._views import (
 from trainforge.errors import NotFound, RunFailed, RunPreempted, SpecError, TrainforgeError
 from trainforge.orchestration import StepEvent
 from trainforge.pipeline import Launch, launch_pipeline, load_checked_spec, run_pipeline
-from trainforge.storage import open_store
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
@@ -94,11 +93,12 @@ def run(
         _setup_logging()
     try:
         if nproc_per_node is None:
-            result = run_pipeline(spec, overrides or [], resume=resume,
-                                  listener=None if as_json else _print_step)
+            result = run_pipeline(spec, overrides or [], settings=_context.settings(),
+                                  resume=resume, listener=None if as_json else _print_step)
         else:
             launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
-            result = launch_pipeline(spec, overrides or [], launch, resume=resume)
+            result = launch_pipeline(spec, overrides or [], launch, resume=resume,
+                                     settings=_context.settings())
     except SpecError as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:
@@ -155,7 +155,7 @@ checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 @runs_app.command("show")
 def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
-    store = open_store()
+    store = _context.store()
     try:
         run_ = store.get_run(run_id)
     except NotFound as exc:
@@ -170,7 +170,7 @@ def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
 @models_app.command("list")
 def models_list(as_json: _render.JsonFlag = False) -> None:
     """Every registered model version."""
-    rows = [model_row(v) for v in open_store().list_model_versions()]
+    rows = [model_row(v) for v in _context.store().list_model_versions()]
     if as_json:
         _render.emit_json(rows)
         return
@@ -181,7 +181,7 @@ def models_list(as_json: _render.JsonFlag = False) -> None:
 @models_app.command("show")
 def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
     """All versions of model NAME with their lineage."""
-    versions = open_store().list_model_versions(name)
+    versions = _context.store().list_model_versions(name)
     if not versions:
         _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
     if as_json:
@@ -195,3 +195,4 @@ def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
 @app.callback()
 def _root() -> None:
     """trainforge: declared pipelines into tracked, resumable runs and registered models."""
+    _context.begin()

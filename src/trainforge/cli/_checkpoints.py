@@ -15,11 +15,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from trainforge.cli import _render
+from trainforge.cli import _context, _render
 from trainforge.entities import CheckpointRecord
 from trainforge.errors import CheckpointError, Conflict, NotFound
 from trainforge.pipeline import checkpoint_policy, gc_run_checkpoints, list_run_checkpoints
-from trainforge.storage import open_store
 from trainforge.train.checkpoint import CheckpointWarning
 
 KeepLast = Annotated[Optional[int], typer.Option(
@@ -50,7 +49,7 @@ def checkpoints_list(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
-    store = open_store()
+    store = _context.store()
     try:
         with _warnings_on_stderr():
             records = list_run_checkpoints(store, run_id, include_deleted=all_)
@@ -79,7 +78,8 @@ def checkpoints_gc(
     """
     try:
         with _warnings_on_stderr():
-            deleted = gc_run_checkpoints(open_store(), run_id, keep_last, keep_best, force=force)
+            deleted = gc_run_checkpoints(_context.store(), run_id, keep_last, keep_best,
+                                         force=force)
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     if as_json:

@@ -12,14 +12,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from trainforge.cli import _render
+from trainforge.cli import _context, _render
 from trainforge.cli._views import run_row, short_metrics
 from trainforge.errors import NotFound, QueryError
 from trainforge.tracking import (
     DEFAULT_CRASH_TIMEOUT_S,
     collect_crashed_runs,
     compare_runs,
-    default_store,
     get_metric_history,
     parse_filter,
     parse_sort,
@@ -42,10 +41,10 @@ def runs_list(
     """Runs matching --filter, ordered by --sort (newest first by default)."""
     keys = _metric_keys(filter, sort)
     try:
-        runs = search_runs(experiment, filter, sort, limit)
+        runs = search_runs(experiment, filter, sort, limit, store=_context.store())
     except NotFound as exc:
         _render.fail(str(exc), 1)
-    names = {e.experiment_id: e.name for e in default_store().list_experiments()}
+    names = {e.experiment_id: e.name for e in _context.store().list_experiments()}
     rows = [run_row(r, names) for r in runs]
     if as_json:
         _render.emit_json(rows)
@@ -84,7 +83,7 @@ def runs_compare(
     if len(run_ids) < 2:
         _render.fail("compare needs at least two run ids", 2)
     try:
-        result = compare_runs(run_ids)
+        result = compare_runs(run_ids, store=_context.store())
     except NotFound as exc:
         _render.fail(str(exc), 1)
     if as_json:
@@ -108,7 +107,7 @@ def runs_history(
 ) -> None:
     """The series KEY of run RUN_ID, by step."""
     try:
-        points = get_metric_history(run_id, key, max_points)
+        points = get_metric_history(run_id, key, max_points, store=_context.store())
     except NotFound as exc:
         _render.fail(str(exc), 1)
     rows = [{"step": p.step, "value": p.value, "time": _time(p.timestamp)} for p in points]
@@ -126,7 +125,7 @@ def runs_gc(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """Mark `crashed` the running runs whose process stopped sending heartbeats."""
-    crashed = collect_crashed_runs(timeout)
+    crashed = collect_crashed_runs(timeout, store=_context.store())
     if as_json:
         _render.emit_json([run.run_id for run in crashed])
         return
@@ -137,7 +136,7 @@ def runs_gc(
 
 def runs_replay(as_json: _render.JsonFlag = False) -> None:
     """Write what runs spilled to local files while the database was unreachable."""
-    replayed = replay_spills()
+    replayed = replay_spills(_context.store(), _context.settings().spill_dir)
     if as_json:
         _render.emit_json(replayed)
         return

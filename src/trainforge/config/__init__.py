@@ -10,6 +10,7 @@ from trainforge.config._loading import (
     parse_model,
     read_yaml_mapping,
 )
+from trainforge.config._secrets import KEEP_CREDENTIALS, redact_argument
 from trainforge.config._settings import Settings, mask_url_password
 from trainforge.config._spec import (
     CheckpointSpec,
@@ -36,6 +37,7 @@ from trainforge.config._spec import (
 )
 
 __all__ = [
+    "KEEP_CREDENTIALS",
     "CheckpointSpec",
     "ClipSpec",
     "DataSpec",
@@ -64,6 +66,7 @@ __all__ = [
     "mask_url_password",
     "parse_model",
     "read_yaml_mapping",
+    "redact_argument",
 ]
 
 

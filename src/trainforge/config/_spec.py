@@ -14,9 +14,13 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
+    SerializationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
+
+from trainforge.config._secrets import KEEP_CREDENTIALS, hide_secrets, revealed, without_secrets
 
 
 class _Section(BaseModel):
@@ -197,7 +201,8 @@ class CheckpointSpec(_Section):
         "None: the run's artifact folder"
     )
     storage_options: dict[str, Any] = Field(
-        default_factory=dict, description="s3fs options (endpoint_url, key, secret, ...)"
+        default_factory=dict, description="fsspec options (client_kwargs.endpoint_url, ...); "
+        "credentials are better left to the environment, and are never recorded"
     )
     every_n_steps: PositiveInt | None = None
     every_n_minutes: PositiveFloat | None = None
@@ -227,6 +232,23 @@ class CheckpointSpec(_Section):
         if "SIGKILL" in names or "SIGSTOP" in names:
             raise ValueError("SIGKILL and SIGSTOP cannot be caught")
         return names
+
+    @field_validator("storage_options")
+    @classmethod
+    def _hide_credentials(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return hide_secrets(options)
+
+    @field_serializer("storage_options")
+    def _drop_credentials(
+        self, options: dict[str, Any], info: SerializationInfo
+    ) -> dict[str, Any]:
+        if (info.context or {}).get(KEEP_CREDENTIALS):
+            return revealed(options)
+        return without_secrets(options)
+
+    def fsspec_options(self) -> dict[str, Any]:
+        """`storage_options` with the real credential values, for fsspec (never record it)."""
+        return revealed(self.storage_options)
 
     @model_validator(mode="after")
     def _check(self) -> CheckpointSpec:

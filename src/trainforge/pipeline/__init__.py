@@ -11,9 +11,10 @@ from trainforge.pipeline._checks import check_spec, gate_metric_names
 from trainforge.pipeline._dag import build_training_dag
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._distributed import Launch, launch_pipeline
+from trainforge.pipeline._plan import PipelinePlan, plan_pipeline, spec_hash
 from trainforge.pipeline._run import (
     PipelineResult,
-    default_artifact_store,
+    PipelineServices,
     load_checked_spec,
     run_pipeline,
 )
@@ -21,16 +22,19 @@ from trainforge.pipeline._run import (
 __all__ = [
     "Dataset",
     "Launch",
+    "PipelinePlan",
     "PipelineResult",
+    "PipelineServices",
     "build_training_dag",
     "check_spec",
     "checkpoint_policy",
-    "default_artifact_store",
     "gate_metric_names",
     "gc_run_checkpoints",
     "launch_pipeline",
     "list_run_checkpoints",
     "load_checked_spec",
     "open_run_checkpoints",
+    "plan_pipeline",
     "run_pipeline",
+    "spec_hash",
 ]

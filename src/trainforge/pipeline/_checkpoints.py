@@ -1,11 +1,12 @@
 """The checkpoints of a tracked pipeline run, after the fact: listed and pruned on demand
 (`trainforge checkpoints list / gc`).
 
-A pipeline run records where its checkpoints live in its `checkpoint` tag, and the policy that
-saved them in its params (`training.checkpoint`). Storage is the truth and the store's records
-follow it: listing reconciles both ways (a valid checkpoint without a record is recorded, a
-record whose checkpoint is no longer valid in storage is marked deleted), and pruning marks a
-record deleted only once storage confirmed the deletion.
+A pipeline run records where its checkpoints live and the policy that saves them in the
+`checkpoint` entry of its system namespace (credentials are never recorded: storage reached
+from here authenticates through the environment or fsspec's configuration). Storage is the
+truth and the store's records follow it: listing reconciles both ways (a valid checkpoint
+without a record is recorded, a record whose checkpoint is no longer valid in storage is marked
+deleted), and pruning marks a record deleted only once storage confirmed the deletion.
 
 One writer per location: a run still `running` prunes its own checkpoints, so pruning it from
 here is refused unless forced (its process is known to be gone).
@@ -28,21 +29,20 @@ from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 def open_run_checkpoints(store: TrackingStore, run_id: str) -> CheckpointManager:
     """The manager of run `run_id`'s checkpoints, recording in `store` what it saves or deletes.
 
-    Its location is the run's `checkpoint` tag, its policy the run's `training.checkpoint`
-    params. `NotFound` for an unknown run; `CheckpointError` naming the run when it has no
-    checkpoint location (it never reached training, or was not a pipeline run). Close it after
-    use (it is a context manager).
+    Its location and policy are the run's recorded `checkpoint` system entry. `NotFound` for
+    an unknown run; `CheckpointError` naming the run when it has no checkpoint location (not a
+    pipeline run). Close it after use (it is a context manager).
     """
     return _manager(store, store.get_run(run_id))
 
 
 def checkpoint_policy(run: Run) -> CheckpointSpec:
-    """The checkpoint section of the spec `run` ran with; `CheckpointError` when it has none."""
+    """The checkpoint policy `run` ran with; `CheckpointError` when it recorded none."""
     try:
-        return CheckpointSpec.model_validate(run.params["training"]["checkpoint"])
+        return CheckpointSpec.model_validate(run.system["checkpoint"]["policy"])
     except (KeyError, TypeError, ValidationError) as exc:
         raise CheckpointError(
-            f"run {run.run_id}: its params hold no valid training.checkpoint section ({exc})"
+            f"run {run.run_id}: it recorded no valid checkpoint policy ({exc})"
         ) from exc
 
 
@@ -98,11 +98,10 @@ def _reconcile(store: TrackingStore, run_id: str, valid: Sequence[CheckpointInfo
 
 
 def _manager(store: TrackingStore, run: Run) -> CheckpointManager:
-    location = (run.tags.get("checkpoint") or {}).get("location")
+    location = (run.system.get("checkpoint") or {}).get("location")
     if not location:
         raise CheckpointError(
-            f"run {run.run_id} has no checkpoint location (no 'checkpoint' tag): only pipeline "
-            "runs that reached training save checkpoints"
+            f"run {run.run_id} has no checkpoint location: only pipeline runs save checkpoints"
         )
     policy = checkpoint_policy(run)
 
@@ -112,7 +111,7 @@ def _manager(store: TrackingStore, run: Run) -> CheckpointManager:
             store.mark_checkpoint_deleted(run.run_id, info.step)
 
     return CheckpointManager(
-        location, policy, run.run_id, storage_options=dict(policy.storage_options),
+        location, policy, run.run_id, storage_options=policy.fsspec_options(),
         on_saved=lambda info: _record(store, run.run_id, info), on_deleted=deleted,
     )
 

@@ -3,15 +3,22 @@ evaluate → gate → register."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from trainforge.config import PipelineSpec
 from trainforge.orchestration import Dag, Step
 from trainforge.pipeline import _steps
+from trainforge.storage.contracts import RegistryStore
+from trainforge.train import Callback
 
 
-def build_training_dag(spec: PipelineSpec) -> Dag:
-    """Bind each step to its spec section; the wiring is data (names in, names out)."""
+def build_training_dag(
+    spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = ()
+) -> Dag:
+    """Bind each step to its spec section and services; the wiring is data (names in, names
+    out). `registry` receives the model versions (None: a DAG that never registers, such as a
+    non-reporting rank's); `callbacks` join the trainer's (a tuning trial's pruning)."""
     task = spec.model.task
     steps = (
         Step("ingest", partial(_steps.ingest, spec.data), ("run",), ("raw",)),
@@ -23,17 +30,19 @@ def build_training_dag(spec: PipelineSpec) -> Dag:
             ("splits", "run"),
             ("dataset",),
         ),
-        Step("train", partial(_steps.train, spec), ("dataset", "run"), ("trained",)),
+        Step("train", partial(_steps.train, spec, tuple(callbacks)), ("dataset", "run"),
+             ("trained",)),
         Step(
             "evaluate",
             partial(_steps.evaluate, spec.evaluation, task),
             ("trained", "dataset", "run"),
             ("evaluation",),
         ),
-        Step("gate", partial(_steps.gate, spec.evaluation), ("evaluation", "run"), ("gate",)),
+        Step("gate", partial(_steps.gate, spec.evaluation), ("trained", "evaluation", "run"),
+             ("gate",)),
         Step(
             "register",
-            partial(_steps.register, spec.registry),
+            partial(_steps.register, spec.registry, registry),
             ("trained", "evaluation", "gate", "run"),
             ("model_version",),
         ),

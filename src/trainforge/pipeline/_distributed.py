@@ -8,7 +8,8 @@
       └── ends the run completed, or failed with the first failing worker's error
 
 Workers find the run through `TRAINFORGE_RUN_ID` and the store and artifacts through the
-environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`); rank 0 hands its results back in
+settings of the environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`,
+`TRAINFORGE_ARTIFACTS`); rank 0 hands its results back in
 the JSON file named by `TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs a launcher
 with the same `--rdzv-endpoint` and `--rdzv-id`, from which each derives the job's run id
 (`job_run_id`): the first launcher creates the run, the others join it. The launcher whose node
@@ -32,19 +33,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.entities import DataVersion
+from trainforge.config import Settings
+from trainforge.entities import DataVersion, Run
 from trainforge.errors import Preempted, SpecError, TrainingError
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import Dag, StepEvent, run_dag
-from trainforge.pipeline._dag import build_training_dag
-from trainforge.pipeline._run import (
-    PipelineResult,
-    default_artifact_store,
-    load_checked_spec,
-    run_tracked,
-)
+from trainforge.pipeline._plan import plan_pipeline
+from trainforge.pipeline._run import PipelineResult, PipelineServices, run_tracked
 from trainforge.registry import GateResult
-from trainforge.storage import open_store
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle
 
@@ -82,7 +78,8 @@ class Launch:
 
 
 def launch_pipeline(
-    path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None
+    path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None,
+    *, settings: Settings | None = None,
 ) -> PipelineResult | None:
     """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
 
@@ -93,11 +90,12 @@ def launch_pipeline(
     ran global rank 0 it returns the result, on the others None (that node reports the run).
     """
     overrides = list(overrides or [])
-    spec = load_checked_spec(path, overrides)
-    _check_launch(spec, launch, str(path), resume)
+    plan = plan_pipeline(path, overrides)
+    _check_launch(plan.spec, launch, str(path), resume)
     execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
-    run_id = job_run_id(spec.name, launch) if launch.nnodes > 1 else None
-    return run_tracked(path, overrides, execute=execute, resume=resume, run_id=run_id)
+    run_id = job_run_id(plan.spec.name, launch) if launch.nnodes > 1 else None
+    return run_tracked(plan, PipelineServices.open(settings), execute=execute, resume=resume,
+                       run_id=run_id)
 
 
 def job_run_id(pipeline: str, launch: Launch) -> str:
@@ -193,17 +191,19 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 def run_worker(path: str, overrides: list[str]) -> None:
     """One torchrun worker of a launched run (see the module docstring for the roles)."""
-    spec = load_checked_spec(path, overrides)
+    plan = plan_pipeline(path, overrides)
     run_id = os.environ.get(RUN_ID_ENV)
     if not run_id:
         raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
                             "--nproc-per-node N`")
-    store, artifacts = open_store(), default_artifact_store()
-    dag = build_training_dag(spec)
+    services = PipelineServices.open()
     if int(os.environ.get("RANK", "0")) != 0:
-        run_dag(_through(dag, "train"), {"run": NullRun(run_id, artifacts)})
+        dag = plan.dag(registry=None)
+        run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
         return
-    handle = RunHandle(store, store.get_run(run_id), artifacts)
+    dag = plan.dag(services.store)
+    handle = RunHandle.attach(services.store, run_id, services.artifacts,
+                              settings=services.settings)
     try:
         values = run_dag(dag, {"run": handle}, _log_step_event)
     finally:
@@ -266,10 +266,17 @@ class NullRun:
         pass
 
     def put_artifact(self, name: str, data: bytes) -> str:
-        return self.artifacts.run_uri(self.run_id) + "/" + name
+        return self.artifact_uri(name)
 
     def log_artifact(self, path: str | Path, name: str | None = None) -> str:
-        return self.artifacts.run_uri(self.run_id) + "/" + (name or Path(path).name)
+        return self.artifact_uri(name or Path(path).name)
+
+    def artifact_uri(self, name: str = "") -> str:
+        root = self.artifacts.run_uri(self.run_id)
+        return f"{root}/{name}" if name else root
+
+    def info(self) -> Run:
+        raise TrainingError(f"run {self.run_id}: only rank 0 reads its run back")
 
 
 def configure_worker_logging() -> None:

@@ -1,13 +1,16 @@
-"""Which run a pipeline continues, and where a run's checkpoints live.
+"""Which run a pipeline continues, whether a run is still alive, and where its checkpoints live.
 
 - `trainforge run SPEC --resume RUN_ID` continues that run: it must belong to the pipeline,
   not be `completed`, and not be running still (its process alive on this host, or its
   heartbeat fresh when it ran elsewhere);
-- `training.checkpoint.resume: auto` continues the newest such run of the same pipeline and
-  the same spec (same params) that has a valid checkpoint, else starts a new run.
+- `training.checkpoint.resume: auto` continues the newest such run of the same pipeline with
+  the same `spec_hash` (what it trains, see `_plan`) that has a valid checkpoint, else starts a
+  new run.
 
-A run's checkpoints are `<training.checkpoint.location>/<run_id>` when a location is set, else
-the `checkpoints/` folder of the run's artifacts.
+What this reads back lives in the run's `system` namespace, written when the run is opened:
+`process` (host, pid) and `checkpoint` (location, policy). A run's checkpoints are
+`<training.checkpoint.location>/<run_id>` when a location is set, else the `checkpoints/`
+folder of the run's artifacts.
 """
 
 from __future__ import annotations
@@ -21,24 +24,29 @@ from typing import Any
 from trainforge.config import CheckpointSpec, PipelineSpec
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import Conflict
-from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import TrackingStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
 STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
-CANDIDATES = 100  # newest runs of the experiment looked at by `resume: auto`
+CANDIDATES = 100  # newest runs of the same spec looked at by `resume: auto`
 
 
-def checkpoint_location(spec: CheckpointSpec, run_id: str, artifacts: ArtifactStore) -> str:
+def checkpoint_location(spec: CheckpointSpec, run_id: str, run_artifact_uri: str) -> str:
     """Where the checkpoints of run `run_id` are saved."""
     if spec.location:
         return f"{spec.location.rstrip('/')}/{run_id}"
-    return f"{artifacts.run_uri(run_id)}/checkpoints"
+    return f"{run_artifact_uri}/checkpoints"
 
 
-def process_tag() -> dict[str, Any]:
-    """The `process` tag of a run: where it runs, so a resume can tell whether it still does."""
+def process_record() -> dict[str, Any]:
+    """The `process` entry of a run's system namespace: where it runs, so a resume can tell
+    whether it still does."""
     return {"process": {"host": socket.gethostname(), "pid": os.getpid()}}
+
+
+def checkpoint_record(spec: CheckpointSpec, location: str) -> dict[str, Any]:
+    """The `checkpoint` entry of a run's system namespace (the policy without credentials)."""
+    return {"checkpoint": {"location": location, "policy": spec.model_dump(mode="json")}}
 
 
 def check_resumable(run: Run, spec: PipelineSpec) -> None:
@@ -49,7 +57,7 @@ def check_resumable(run: Run, spec: PipelineSpec) -> None:
     if run.status is RunStatus.COMPLETED:
         raise Conflict(f"run {run.run_id} has completed; there is nothing to resume")
     if is_alive(run):
-        process = run.tags.get("process", {})
+        process = run.system.get("process", {})
         raise Conflict(f"run {run.run_id} is still running (pid {process.get('pid')} on "
                        f"{process.get('host')}); stop it first")
 
@@ -59,7 +67,7 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
     run elsewhere, its heartbeat is younger than `STALE_HEARTBEAT_S`."""
     if run.status is not RunStatus.RUNNING:
         return False
-    process = run.tags.get("process") or {}
+    process = run.system.get("process") or {}
     if process.get("host") == socket.gethostname() and isinstance(process.get("pid"), int):
         return _pid_exists(process["pid"])
     beat = run.heartbeat_at or run.started_at
@@ -68,25 +76,27 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
 
 
 def find_resumable(store: TrackingStore, experiment_id: str, spec: PipelineSpec,
-                   artifacts: ArtifactStore) -> Run | None:
-    """The newest unfinished run of `spec` (same pipeline, same params) with a checkpoint."""
-    params = spec.model_dump(mode="json")
-    for run in store.list_runs(experiment_id, limit=CANDIDATES):
-        if (run.pipeline_id != spec.name or run.params != params
-                or run.status is RunStatus.COMPLETED or is_alive(run)):
+                   spec_hash: str) -> Run | None:
+    """The newest unfinished, abandoned run of this pipeline and spec hash with a checkpoint."""
+    candidates = store.list_runs(experiment_id, limit=CANDIDATES, pipeline_id=spec.name,
+                                 spec_hash=spec_hash)
+    for run in candidates:
+        if run.status is RunStatus.COMPLETED or is_alive(run):
             continue
-        if has_checkpoint(spec.training.checkpoint, run.run_id, artifacts):
+        recorded = run.system.get("checkpoint") or {}
+        if recorded.get("location") and has_checkpoint(
+            spec.training.checkpoint, recorded["location"], run.run_id
+        ):
             return run
     return None
 
 
-def has_checkpoint(spec: CheckpointSpec, run_id: str, artifacts: ArtifactStore) -> bool:
-    """Whether run `run_id` has a checkpoint with a valid manifest."""
-    location = checkpoint_location(spec, run_id, artifacts)
+def has_checkpoint(spec: CheckpointSpec, location: str, run_id: str) -> bool:
+    """Whether run `run_id` has a checkpoint with a valid manifest at `location`."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CheckpointWarning)
         with CheckpointManager(location, spec, run_id,
-                               storage_options=dict(spec.storage_options)) as manager:
+                               storage_options=spec.fsspec_options()) as manager:
             return manager.latest() is not None
 
 

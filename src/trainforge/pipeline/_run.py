@@ -1,30 +1,44 @@
-"""`run_pipeline`: load a spec, open a tracked run, execute the training DAG, report."""
+"""`run_pipeline`: plan a spec, open (or resume, or join) its tracked run, execute the training
+DAG, and translate what went wrong into errors that name the run.
+
+    plan_pipeline      spec file or object + overrides → checked spec, spec hash (no run yet)
+    _run_to_resume     --resume RUN_ID, or `resume: auto` matching the spec hash
+    _open_run          a new run, the resumed one, or the one a multi-node job shares
+    execute            the DAG in this process, or torchrun workers (`launch_pipeline`)
+    _errors_of_run     `Preempted` → `RunPreempted`, other trainforge errors → `RunFailed`
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PipelineSpec, load_spec
+from trainforge.config import PipelineSpec, Settings
 from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
 from trainforge.errors import Conflict, Preempted, RunFailed, RunPreempted, TrainforgeError
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import StepListener, run_dag
-from trainforge.pipeline._checks import check_spec
-from trainforge.pipeline._dag import build_training_dag
-from trainforge.pipeline._resume import check_resumable, find_resumable, process_tag
+from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
+from trainforge.pipeline._resume import (
+    check_resumable,
+    checkpoint_location,
+    checkpoint_record,
+    find_resumable,
+    process_record,
+)
 from trainforge.registry import GateResult
-from trainforge.storage import open_store, trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, TrackingStore, start_run
+from trainforge.tracking import RunHandle, TrackingStore, default_store, start_run
+from trainforge.train import Callback
 
 log = logging.getLogger("trainforge")
-Execute = Callable[[RunHandle], dict[str, Any]]
+Execute = Callable[[RunHandle], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -35,42 +49,43 @@ class PipelineResult:
     model_version: ModelVersion | None
 
 
+@dataclass(frozen=True)
+class PipelineServices:
+    """Where a pipeline run is recorded: the settings it was opened with, the store, the
+    artifact store. `open` fills what is not given from the settings (default: the
+    environment's, read here once)."""
+
+    settings: Settings
+    store: TrackingStore
+    artifacts: ArtifactStore
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, store: TrackingStore | None = None,
+             artifacts: ArtifactStore | None = None) -> PipelineServices:
+        settings = settings or Settings.from_env()
+        return cls(settings, store or default_store(settings),
+                   artifacts or open_artifact_store(settings.artifact_root))
+
+
 def load_checked_spec(path: str | Path, overrides: list[str] | None = None) -> PipelineSpec:
     """Load a spec and run the cross-section checks: what `trainforge validate` does."""
-    spec = load_spec(path, overrides)
-    check_spec(spec, path)
-    return spec
-
-
-def default_artifact_store() -> ArtifactStore:
-    return open_artifact_store(trainforge_home() / "artifacts")
-
-
-def _run_to_resume(store: TrackingStore, spec: PipelineSpec, artifacts: ArtifactStore,
-                   resume: str | None) -> str | None:
-    """The id of the run to continue (checked), or None for a new run."""
-    if resume is not None:
-        check_resumable(store.get_run(resume), spec)
-        return resume
-    if spec.training.checkpoint.resume != "auto":
-        return None
-    experiment = store.get_or_create_experiment(spec.experiment_name)
-    found = find_resumable(store, experiment.experiment_id, spec, artifacts)
-    if found is not None:
-        log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
-    return found.run_id if found is not None else None
+    return plan_pipeline(path, overrides).spec
 
 
 def run_pipeline(
-    path: str | Path,
-    overrides: list[str] | None = None,
+    spec: PipelineSpec | str | Path,
+    overrides: Sequence[str] | None = None,
+    *,
+    settings: Settings | None = None,
     store: TrackingStore | None = None,
     artifacts: ArtifactStore | None = None,
     listener: StepListener | None = None,
-    execute: Execute | None = None,
+    callbacks: Sequence[Callback] = (),
+    parent: RunHandle | str | None = None,
     resume: str | None = None,
+    execute: Execute | None = None,
 ) -> PipelineResult:
-    """Run the pipeline a spec file declares, as one tracked run.
+    """Run the pipeline `spec` declares (a spec file, or a `PipelineSpec`), as one tracked run.
 
     Spec errors raise `SpecError` before any run exists; a later `TrainforgeError` ends the run
     `failed` and is raised as `RunFailed` naming the run; Ctrl+C ends it `failed` too. SIGTERM
@@ -78,83 +93,117 @@ def run_pipeline(
     when it arrives during training, raised as `RunPreempted`. `resume` continues that run
     from its newest checkpoint (`Conflict` if it completed or still runs); without it,
     `training.checkpoint.resume: auto` continues the newest unfinished run of the same spec
-    that has one. `execute(run)` runs the steps and returns their values (`evaluation`,
-    `gate`, `model_version`); by default the DAG runs in this process (`launch_pipeline`
-    passes one that starts torchrun workers instead).
+    hash that has one. `callbacks` join the trainer's (e.g. a tuning trial reporting and
+    pruning); `parent` nests the run under another. `execute(run)` runs the steps and returns
+    their values (`evaluation`, `gate`, `model_version`); by default the DAG runs in this
+    process (`launch_pipeline` passes one that starts torchrun workers instead).
     """
-    result = run_tracked(path, overrides, store, artifacts, listener, execute, resume)
-    assert result is not None  # an `Execute` returns the values
+    result = run_tracked(
+        plan_pipeline(spec, overrides), PipelineServices.open(settings, store, artifacts),
+        listener=listener, callbacks=callbacks, parent=parent, resume=resume, execute=execute,
+    )
+    assert result is not None  # only an `execute` of a multi-node launch returns no values
     return result
 
 
 def run_tracked(
-    path: str | Path,
-    overrides: list[str] | None = None,
-    store: TrackingStore | None = None,
-    artifacts: ArtifactStore | None = None,
+    plan: PipelinePlan,
+    services: PipelineServices,
+    *,
     listener: StepListener | None = None,
-    execute: Callable[[RunHandle], dict[str, Any] | None] | None = None,
+    callbacks: Sequence[Callback] = (),
+    parent: RunHandle | str | None = None,
     resume: str | None = None,
+    execute: Execute | None = None,
     run_id: str | None = None,
 ) -> PipelineResult | None:
-    """`run_pipeline`, with what the launchers of a multi-node job (one per node) add.
+    """`run_pipeline` over a plan, with what the launchers of a multi-node job add.
 
     `run_id` names the run: the first process to start it creates it, the others join it while
     it runs (`Conflict` once it has ended); no run is resumed. `execute` may return None: another
     process reports the run and ends it, so this one only closes its handle and returns None.
     """
-    spec = load_checked_spec(path, overrides)
-    store = store or open_store()
-    artifacts = artifacts or default_artifact_store()
-    dag = build_training_dag(spec)
-    pipeline = store.upsert_pipeline(
-        Pipeline(pipeline_id=spec.name, name=spec.name, dag_config=dag.describe())
+    dag = plan.dag(services.store, callbacks)
+    services.store.upsert_pipeline(
+        Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )
-    resume = _run_to_resume(store, spec, artifacts, resume) if run_id is None else None
+    resume = _run_to_resume(plan, services, resume) if run_id is None else None
     started = time.perf_counter()
-    handle: RunHandle | None = None
-    params = spec.model_dump(mode="json")
-    start = partial(
-        start_run, spec.experiment_name, params, store=store, artifacts=artifacts,
-        pipeline_id=pipeline.pipeline_id, code_dir=Path(path).resolve().parent,
-        tensorboard_dir=trainforge_home() / "tensorboard" if spec.tracking.tensorboard else None,
-    )
-    try:
-        with (start(resume=resume) if run_id is None
-              else _start_or_join(start, store, artifacts, run_id)) as handle:
-            if resume is not None:
-                handle.log_params(params)  # the spec this attempt runs
-            handle.set_tags({"spec": {"path": str(path), "overrides": list(overrides or [])},
-                             **process_tag()})
-            values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
-            if values is None:
-                handle.close()  # leaves the run to the process that reports it; `with` ends nothing
-                return None
-            handle.set_summary({"wall_time_s": time.perf_counter() - started})
-    except Preempted as exc:
-        if handle is None:
-            raise
-        raise RunPreempted(handle.run_id, exc) from exc
-    except TrainforgeError as exc:
-        if handle is None:
-            raise
-        raise RunFailed(handle.run_id, exc) from exc
+    handle = _open_run(plan, services, parent, resume, run_id)
+    with _errors_of_run(handle.run_id), handle:
+        if resume is not None:
+            handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
+            handle.set_system({**plan.system_record(), **process_record()})
+        values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
+        if values is None:
+            handle.close()  # leaves the run to the process that reports it; `with` ends nothing
+            return None
+        handle.set_summary({"wall_time_s": time.perf_counter() - started})
     return PipelineResult(
-        run=store.get_run(handle.run_id),
+        run=services.store.get_run(handle.run_id),
         evaluation=values["evaluation"],
         gate=values["gate"],
         model_version=values["model_version"],
     )
 
 
-def _start_or_join(start: Callable[..., RunHandle], store: TrackingStore, artifacts: ArtifactStore,
-                   run_id: str) -> RunHandle:
-    """Run `run_id`, created by `start` or, when another process created it first, attached."""
+def _run_to_resume(plan: PipelinePlan, services: PipelineServices,
+                   resume: str | None) -> str | None:
+    """The id of the run to continue (checked), or None for a new run."""
+    if resume is not None:
+        check_resumable(services.store.get_run(resume), plan.spec)
+        return resume
+    if plan.spec.training.checkpoint.resume != "auto":
+        return None
+    experiment = services.store.get_or_create_experiment(plan.spec.experiment_name)
+    found = find_resumable(services.store, experiment.experiment_id, plan.spec, plan.spec_hash)
+    if found is not None:
+        log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
+    return found.run_id if found is not None else None
+
+
+def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle | str | None,
+              resume: str | None, run_id: str | None) -> RunHandle:
+    """The run this process records to: resumed, joined (`run_id` taken) or new."""
+    spec = plan.spec
+    common: dict[str, Any] = {
+        "store": services.store, "artifacts": services.artifacts, "settings": services.settings,
+        "tensorboard_dir": services.settings.tensorboard_dir if spec.tracking.tensorboard
+        else None,
+    }
+    if resume is not None:
+        return start_run(spec.experiment_name, resume=resume, **common)
+    new_id = run_id or uuid.uuid4().hex
+    location = checkpoint_location(spec.training.checkpoint, new_id,
+                                   services.artifacts.run_uri(new_id))
+    system = {**plan.system_record(), **process_record(),
+              **checkpoint_record(spec.training.checkpoint, location)}
     try:
-        return start(run_id=run_id)
+        return start_run(spec.experiment_name, spec.model_dump(mode="json"), parent,
+                         run_id=new_id, pipeline_id=spec.name, system=system,
+                         spec_hash=plan.spec_hash, code_dir=plan.code_dir, **common)
     except Conflict:
-        run = store.get_run(run_id)
+        if run_id is None:
+            raise
+    return _join(services, run_id)
+
+
+def _join(services: PipelineServices, run_id: str) -> RunHandle:
+    """A handle on `run_id`, which another launcher of the same multi-node job created."""
+    run = services.store.get_run(run_id)
     if run.status is not RunStatus.RUNNING:
         raise Conflict(f"run {run_id} has ended ({run.status.value}); a new multi-node job needs "
                        "a new --rdzv-id")
-    return RunHandle(store, run, artifacts)
+    return RunHandle.attach(services.store, run_id, services.artifacts,
+                            settings=services.settings)
+
+
+@contextmanager
+def _errors_of_run(run_id: str) -> Iterator[None]:
+    """Errors raised once the run exists, named by it (the run has ended by then)."""
+    try:
+        yield
+    except Preempted as exc:
+        raise RunPreempted(run_id, exc) from exc
+    except TrainforgeError as exc:
+        raise RunFailed(run_id, exc) from exc

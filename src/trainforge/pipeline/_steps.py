@@ -1,7 +1,8 @@
 """The steps of the training pipeline: each calls one stage and records what it did on the run.
 
-Every function here takes its spec section first (bound by `build_training_dag`), then named
-inputs, and returns a dict of named outputs; none holds state between calls.
+Every function here takes its spec section and services first (bound by `build_training_dag`),
+then named inputs, and returns a dict of named outputs; none holds state between calls. Steps
+write to their run through `RunRecorder` only.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from trainforge.pipeline._dataset import Dataset, encode_classes, target_values
 from trainforge.pipeline._resume import checkpoint_location
 from trainforge.registry import GateResult, check_gates
 from trainforge.split import Splits, split_frame
-from trainforge.tracking import RunHandle
-from trainforge.train import Trainer, TrainResult, save_weights
+from trainforge.storage.contracts import RegistryStore
+from trainforge.tracking import RunRecorder
+from trainforge.train import Callback, Trainer, TrainResult, save_weights
 from trainforge.validate import ValidationReport, load_contract, validate_frame
 
 
@@ -37,8 +39,14 @@ class TrainedModel:
     result: TrainResult
     artifact_uri: str
 
+    @property
+    def summary(self) -> dict[str, float]:
+        """The training metrics recorded as the run's summary (the last epoch's, and totals)."""
+        return {**self.result.history[-1], "train_steps": float(self.result.steps),
+                "train_wall_s": self.result.wall_s}
 
-def ingest(spec: DataSpec, run: RunHandle) -> dict[str, Any]:
+
+def ingest(spec: DataSpec, run: RunRecorder) -> dict[str, Any]:
     raw = read_table(spec.source, spec.format)
     version = raw.data_version()
     run.set_data_version(version)
@@ -47,7 +55,7 @@ def ingest(spec: DataSpec, run: RunHandle) -> dict[str, Any]:
     return {"raw": raw}
 
 
-def validate(spec: DataSpec, raw: IngestResult, run: RunHandle) -> dict[str, Any]:
+def validate(spec: DataSpec, raw: IngestResult, run: RunRecorder) -> dict[str, Any]:
     if spec.contract is None:
         return {"validation": None}
     contract = load_contract(spec.contract)
@@ -60,7 +68,7 @@ def validate(spec: DataSpec, raw: IngestResult, run: RunHandle) -> dict[str, Any
     return {"validation": report}
 
 
-def _record_validation(run: RunHandle, report: ValidationReport) -> None:
+def _record_validation(run: RunRecorder, report: ValidationReport) -> None:
     run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
     run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations)}})
 
@@ -70,7 +78,7 @@ def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None
 
 
 def features(
-    spec: FeaturesSpec, target: str, task: str, splits: Splits, run: RunHandle
+    spec: FeaturesSpec, target: str, task: str, splits: Splits, run: RunRecorder
 ) -> dict[str, Any]:
     pipeline = FeaturePipeline.from_spec(spec).fit(splits.train)
     run.put_artifact("features/pipeline.json", pipeline.to_json().encode())
@@ -93,17 +101,18 @@ def features(
     return {"dataset": dataset}
 
 
-def train(spec: PipelineSpec, dataset: Dataset, run: RunHandle) -> dict[str, Any]:
+def train(spec: PipelineSpec, callbacks: tuple[Callback, ...], dataset: Dataset,
+          run: RunRecorder) -> dict[str, Any]:
     out_features = output_size(spec.model.task, len(dataset.classes))
-    torch.manual_seed(spec.training.seed)  # the initial weights are part of what the seed fixes
-    model = build_model(spec.model, dataset.num_features, out_features)
-    location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifacts)
-    run.set_tags({"checkpoint": {"location": location}})
+    with torch.random.fork_rng():  # the seed fixes the initial weights, nothing global
+        torch.manual_seed(spec.training.seed)
+        model = build_model(spec.model, dataset.num_features, out_features)
+    location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifact_uri())
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
-                      spec.evaluation, checkpoint_dir=location, resume=True)
+                      spec.evaluation, callbacks, checkpoint_dir=location, resume=True)
     result = trainer.fit()
-    run.set_summary({**result.history[-1], "train_steps": result.steps,
-                     "train_wall_s": result.wall_s})
+    trained = TrainedModel(result.model, result, run.artifact_uri("model"))
+    run.set_summary(trained.summary)
     with tempfile.TemporaryDirectory() as tmp:
         weights = save_weights(result.model, Path(tmp) / "weights.safetensors")
         run.log_artifact(weights, "model/weights.safetensors")
@@ -115,31 +124,31 @@ def train(spec: PipelineSpec, dataset: Dataset, run: RunHandle) -> dict[str, Any
         "classes": list(dataset.classes),
     }
     run.put_artifact("model/model.json", json.dumps(description, indent=2).encode())
-    uri = run.artifacts.run_uri(run.run_id) + "/model"
-    return {"trained": TrainedModel(result.model, result, uri)}
+    return {"trained": trained}
 
 
 def evaluate(spec: EvaluationSpec, task: str, trained: TrainedModel, dataset: Dataset,
-             run: RunHandle) -> dict[str, Any]:
+             run: RunRecorder) -> dict[str, Any]:
     features_, targets = dataset.test
     report = evaluate_model(trained.model, features_, targets, task, spec, "test")
     run.set_summary(report.prefixed())
     return {"evaluation": report}
 
 
-def gate(spec: EvaluationSpec, evaluation: EvalReport, run: RunHandle) -> dict[str, Any]:
-    metrics = {**run.info().metrics, **evaluation.prefixed()}
+def gate(spec: EvaluationSpec, trained: TrainedModel, evaluation: EvalReport,
+         run: RunRecorder) -> dict[str, Any]:
+    metrics = {**trained.summary, **evaluation.prefixed()}
     result = check_gates(metrics, spec.gates)
     run.set_tags({"gates": result.to_dict()})
     return {"gate": result}
 
 
-def register(spec: RegistrySpec | None, trained: TrainedModel, evaluation: EvalReport,
-             gate: GateResult, run: RunHandle) -> dict[str, Any]:
-    if spec is None or not gate.passed:
+def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained: TrainedModel,
+             evaluation: EvalReport, gate: GateResult, run: RunRecorder) -> dict[str, Any]:
+    if spec is None or registry is None or not gate.passed:
         return {"model_version": None}
     info = run.info()
-    version: ModelVersion = run.store.create_model_version(
+    version: ModelVersion = registry.create_model_version(
         spec.model_name,
         run.run_id,
         trained.artifact_uri,

@@ -14,7 +14,6 @@ Rules:
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -33,16 +32,6 @@ WRITE = "trainforge_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Key of the PostgreSQL advisory lock serialising schema upgrades ("tfmigrat" in ASCII).
 _PG_MIGRATION_LOCK = 0x74666D6967726174
-
-
-def trainforge_home() -> Path:
-    """The folder for local state: `$TRAINFORGE_HOME`, else `.trainforge` in the current folder."""
-    return Path(os.environ.get("TRAINFORGE_HOME") or Path.cwd() / ".trainforge")
-
-
-def default_db_url() -> str:
-    """`$TRAINFORGE_DB` when set, else a SQLite file `trainforge.db` under `trainforge_home()`."""
-    return os.environ.get("TRAINFORGE_DB") or f"sqlite:///{trainforge_home() / 'trainforge.db'}"
 
 
 def make_engine(url: str) -> Engine:

@@ -54,6 +54,7 @@ def to_run(row: RunRow, metrics: dict[str, float]) -> Run:
         parent_run_id=row.parent_run_id,
         heartbeat_at=None if row.heartbeat_at is None else as_utc(row.heartbeat_at),
         device_hours=float(row.device_hours or 0.0),
+        system=dict(row.system or {}), spec_hash=row.spec_hash,
     )
 
 

@@ -51,7 +51,7 @@ from trainforge.entities import (
 )
 from trainforge.errors import Conflict, NotFound, StoreError, StoreUnavailable
 from trainforge.storage import sql_checkpoints, sql_metrics
-from trainforge.storage.db import WRITE, default_db_url, make_engine, migrate
+from trainforge.storage.db import WRITE, make_engine, migrate
 from trainforge.storage.query import parse_filter, parse_sort
 from trainforge.storage.records import (
     metrics_json,
@@ -89,12 +89,12 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def open_store(url: str | None = None) -> SqlStore:
-    """Open (and migrate) the store at `url`; None means `default_db_url()`.
+def open_store(url: str) -> SqlStore:
+    """Open (and migrate) the store at `url`.
 
     Example: `open_store("sqlite:///runs.db").get_or_create_experiment("mnist")`.
     """
-    return SqlStore(url or default_db_url())
+    return SqlStore(url)
 
 
 class SqlStore:
@@ -175,6 +175,8 @@ class SqlStore:
         run_id: str | None = None,
         parent_run_id: str | None = None,
         tags: dict[str, Any] | None = None,
+        system: dict[str, Any] | None = None,
+        spec_hash: str | None = None,
     ) -> Run:
         """A new RUNNING run (its heartbeat now); `Conflict` if `run_id` is taken, `NotFound`
         for a missing experiment, pipeline or parent run."""
@@ -184,7 +186,7 @@ class SqlStore:
             parent_run_id=parent_run_id, status=RunStatus.RUNNING.value, params=params,
             tags=dict(tags or {}), environment=environment, artifact_uri=artifact_uri,
             started_at=now, heartbeat_at=now, device_hours=0.0, git_commit=git_commit,
-            git_dirty=git_dirty,
+            git_dirty=git_dirty, system=dict(system or {}), spec_hash=spec_hash,
         )
         try:
             with self._write() as session:
@@ -206,10 +208,15 @@ class SqlStore:
             return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
 
     def list_runs(
-        self, experiment_id: str | None = None, status: RunStatus | None = None, limit: int = 100
+        self, experiment_id: str | None = None, status: RunStatus | None = None, limit: int = 100,
+        *, pipeline_id: str | None = None, spec_hash: str | None = None,
     ) -> list[Run]:
         """At most `limit` runs, newest `started_at` first, optionally of one experiment/status."""
         query = select(RunRow.run_id).order_by(RunRow.started_at.desc(), RunRow.run_id)
+        if pipeline_id is not None:
+            query = query.where(RunRow.pipeline_id == pipeline_id)
+        if spec_hash is not None:
+            query = query.where(RunRow.spec_hash == spec_hash)
         if experiment_id is not None:
             query = query.where(RunRow.experiment_id == experiment_id)
         if status is not None:
@@ -246,6 +253,12 @@ class SqlStore:
         with self._write() as session:
             row = _get(session, RunRow, run_id, "run", lock=True)
             row.tags = {**row.tags, **tags}
+
+    def set_system(self, run_id: str, values: dict[str, Any]) -> None:
+        """Merge `values` into the run's system namespace; a key given again is overwritten."""
+        with self._write() as session:
+            row = _get(session, RunRow, run_id, "run", lock=True)
+            row.system = {**row.system, **values}
 
     def set_data_version(self, run_id: str, data_version_id: str) -> None:
         with self._write() as session:

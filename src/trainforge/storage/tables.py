@@ -140,6 +140,8 @@ class RunRow(Base):
         ForeignKey("data_versions.data_version_id")
     )
     error: Mapped[str | None] = mapped_column(Text)
+    system: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    spec_hash: Mapped[str | None] = mapped_column(String(64), index=True)
 
 
 class MetricRow(Base):

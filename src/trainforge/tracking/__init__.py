@@ -19,8 +19,9 @@ from trainforge.tracking._api import (
     replay_spills,
     search_runs,
 )
-from trainforge.tracking._defaults import default_store, spill_directory
+from trainforge.tracking._defaults import default_store
 from trainforge.tracking._environment import GitState, capture_environment, git_state
+from trainforge.tracking._recorder import RunRecorder
 from trainforge.tracking._run import RunHandle, active_run, start_run
 from trainforge.tracking._store import TrackingStore
 
@@ -29,6 +30,7 @@ __all__ = [
     "GitState",
     "RunComparison",
     "RunHandle",
+    "RunRecorder",
     "TrackingStore",
     "active_run",
     "capture_environment",
@@ -43,6 +45,5 @@ __all__ = [
     "parse_sort",
     "replay_spills",
     "search_runs",
-    "spill_directory",
     "start_run",
 ]

@@ -1,6 +1,7 @@
 """Reading runs back, comparing them, and housekeeping (crashed runs, spill replay).
 
-Each function takes an optional `store`; without one it uses `default_store()`.
+Each function takes an optional `store`; without one it uses `default_store()`, the database
+of `Settings.from_env()`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from trainforge.config import Settings
 from trainforge.entities import MetricPoint, Run
 from trainforge.errors import NotFound
-from trainforge.tracking._defaults import default_store, spill_directory
+from trainforge.tracking._defaults import default_store
 from trainforge.tracking._spill import replay_directory
 from trainforge.tracking._store import TrackingStore
 
@@ -75,7 +77,8 @@ def replay_spills(
     store: TrackingStore | None = None, directory: str | Path | None = None
 ) -> dict[str, int]:
     """Write what runs spilled while the database was unreachable: run id → records replayed."""
-    return replay_directory(store or default_store(), Path(directory or spill_directory()))
+    return replay_directory(store or default_store(),
+                            Path(directory or Settings.from_env().spill_dir))
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,22 @@
-"""Where tracking goes when the caller names no store: the database and folders of
-`TRAINFORGE_DB` / `TRAINFORGE_HOME`."""
+"""The store a caller gets when it names none: the database of its `Settings`, opened once per
+URL and process and shared by its threads."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-from trainforge.storage import default_db_url, open_store, trainforge_home
+from trainforge.config import Settings
+from trainforge.storage import open_store
 from trainforge.tracking._store import TrackingStore
 
 _STORES: dict[str, TrackingStore] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def default_store() -> TrackingStore:
-    """The store at `default_db_url()`, opened once per URL and process, shared by its threads."""
-    url = default_db_url()
+def default_store(settings: Settings | None = None) -> TrackingStore:
+    """The store at `settings.database_url` (default: `Settings.from_env()`)."""
+    url = (settings or Settings.from_env()).database_url.get_secret_value()
     with _STORES_LOCK:
         if url not in _STORES:
             _STORES[url] = open_store(url)
         return _STORES[url]
-
-
-def spill_directory() -> Path:
-    """Where runs keep what the database could not take: `<TRAINFORGE_HOME>/spill`."""
-    return trainforge_home() / "spill"

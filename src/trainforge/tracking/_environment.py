@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trainforge.config import redact_argument
+
 
 @dataclass(frozen=True)
 class GitState:
@@ -58,7 +60,7 @@ def capture_environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "command": sys.argv,
+        "command": [redact_argument(argument) for argument in sys.argv],
         "pid": os.getpid(),
         "packages": installed_packages(),
     }

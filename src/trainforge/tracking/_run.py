@@ -16,17 +16,18 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, NotFound, Preempted, StoreUnavailable
-from trainforge.storage import trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking._defaults import default_store, spill_directory
+from trainforge.tracking._defaults import default_store
 from trainforge.tracking._environment import capture_environment, git_state, gpu_info
 from trainforge.tracking._logger import MetricLogger
 from trainforge.tracking._spill import (
@@ -61,9 +62,11 @@ class RunHandle:
     SIGTERM (raised as `Preempted` in the main thread) or a `Preempted` error, or `failed` with
     the error on any other exception or Ctrl+C.
 
-    `RunHandle(store, run, artifacts)` attaches to an existing run (say, rank 0 of a torchrun
-    job joining the launcher's run): it logs and sends heartbeats; `close()` (or interpreter
-    exit) flushes and stops it without ending a run it does not own (`owns_run`).
+    `RunHandle.attach(...)` attaches to an existing run (say, rank 0 of a torchrun job joining
+    the launcher's run): it logs and sends heartbeats; `close()` (or interpreter exit) flushes
+    and stops it without ending a run it does not own (`owns_run`). Only those entry points,
+    `start_run` and `attach`, register the interpreter-exit hook; a handle built directly must
+    be ended or closed by its owner.
     """
 
     def __init__(
@@ -73,9 +76,9 @@ class RunHandle:
         artifacts: ArtifactStore,
         flush_every: int = 1000,
         *,
+        spill_dir: str | Path,
         flush_interval: float = 1.0,
         heartbeat_interval: float = 10.0,
-        spill_dir: str | Path | None = None,
         tensorboard_dir: str | Path | None = None,
         owns_run: bool = False,
     ) -> None:
@@ -85,7 +88,7 @@ class RunHandle:
         self._owns_run = owns_run
         self._ended = False
         self._end_lock = threading.Lock()
-        self._spill = SpillFile(Path(spill_dir or spill_directory()) / f"{run.run_id}.jsonl")
+        self._spill = SpillFile(Path(spill_dir) / f"{run.run_id}.jsonl")
         self._tensorboard = (TensorBoardSink(Path(tensorboard_dir) / run.run_id)
                              if tensorboard_dir is not None else None)
         self._logger = MetricLogger(
@@ -94,13 +97,17 @@ class RunHandle:
             devices=max(1, gpu_info()["count"]), sink=self._tensorboard,
         )
         self._previous_sigterm: Any = None
-        atexit.register(self._at_exit)
 
     @classmethod
-    def attach(cls, store: TrackingStore, run_id: str, artifacts: ArtifactStore,
-               **options: Any) -> RunHandle:
-        """A handle on the stored run `run_id` (`NotFound` if there is none)."""
-        return cls(store, store.get_run(run_id), artifacts, **options)
+    def attach(cls, store: TrackingStore, run_id: str, artifacts: ArtifactStore, *,
+               settings: Settings | None = None, **options: Any) -> RunHandle:
+        """A handle on the stored run `run_id` (`NotFound` if there is none), closed at
+        interpreter exit if still open; it spills to the spill folder of `settings` (default:
+        `Settings.from_env()`) unless `spill_dir` is given."""
+        options.setdefault("spill_dir", (settings or Settings.from_env()).spill_dir)
+        handle = cls(store, store.get_run(run_id), artifacts, **options)
+        atexit.register(handle._at_exit)
+        return handle
 
     def info(self) -> Run:
         """The run as stored now (after a flush)."""
@@ -129,6 +136,11 @@ class RunHandle:
 
     def set_tags(self, tags: dict[str, Any]) -> None:
         self._write_through("tags", tags, self.store.set_tags)
+
+    def set_system(self, values: dict[str, Any]) -> None:
+        """Merge `values` into the run's reserved `system` namespace (what trainforge reads
+        back: liveness, checkpoint location and policy, the spec it ran)."""
+        self._write_through("system", values, self.store.set_system)
 
     def set_summary(self, metrics: dict[str, float]) -> None:
         """Final metrics (`Run.metrics`, listings, filters), winning over logged points."""
@@ -173,6 +185,11 @@ class RunHandle:
 
     def put_artifact(self, name: str, data: bytes) -> str:
         return self.artifacts.put_bytes(self.run_id, name, data)
+
+    def artifact_uri(self, name: str = "") -> str:
+        """Where the run's artifact `name` lives (its artifact folder for "")."""
+        root = self.artifacts.run_uri(self.run_id)
+        return f"{root}/{name}" if name else root
 
     def end(self, status: RunStatus = RunStatus.COMPLETED, error: str | None = None) -> Run | None:
         """Flush, stop the logger and record the end; the stored run, or None when the
@@ -279,9 +296,12 @@ def start_run(
     store: TrackingStore | None = None,
     artifacts: ArtifactStore | str | Path | None = None,
     *,
+    settings: Settings | None = None,
     resume: str | None = None,
     run_id: str | None = None,
     pipeline_id: str | None = None,
+    system: dict[str, Any] | None = None,
+    spec_hash: str | None = None,
     code_dir: str | Path = ".",
     tensorboard_dir: str | Path | None = None,
     flush_interval: float = 1.0,
@@ -290,65 +310,81 @@ def start_run(
 ) -> RunHandle:
     """Create a run in `experiment` (created if new) and return its live handle.
 
-    `store` defaults to `default_store()` (TRAINFORGE_DB / TRAINFORGE_HOME), `artifacts` to
-    `<TRAINFORGE_HOME>/artifacts`; `parent` nests the run under another; `tensorboard_dir` also
-    writes TensorBoard event files to `<tensorboard_dir>/<run_id>`. Records the git commit, dirty
-    flag (and the diff as artifact `environment/git.diff`), packages and machine. Spill files
+    `settings` defaults to `Settings.from_env()`; `store` to the store of its database URL,
+    `artifacts` to its artifact root; `system` and `spec_hash` are what the system reads back
+    (kept apart from `params` and `tags`); `parent` nests the run under another;
+    `tensorboard_dir` also writes TensorBoard event files to `<tensorboard_dir>/<run_id>`.
+    Records the git commit, dirty flag (and the diff as artifact `environment/git.diff`),
+    packages and machine. Spill files
     that earlier runs left are replayed in the background. `resume` reopens that stored run
     (status `running` again; params, metrics and device-hours carry on) instead of creating
     one. `run_id` names a new run (`Conflict` if a run has it; a random id by default). Use it as
     `with start_run(...) as run:`; without `with`, call `run.end()` (at interpreter exit an open
     run ends `completed`).
     """
-    store = store if store is not None else default_store()
+    settings = settings or Settings.from_env()
+    store = store if store is not None else default_store(settings)
     if not isinstance(artifacts, ArtifactStore):
-        artifacts = open_artifact_store(artifacts or trainforge_home() / "artifacts")
-    threading.Thread(target=_replay_quietly, args=(store,), daemon=True,
+        artifacts = open_artifact_store(artifacts or settings.artifact_root)
+    threading.Thread(target=_replay_quietly, args=(store, settings.spill_dir), daemon=True,
                      name="trainforge-replay").start()
     experiment_id = store.get_or_create_experiment(experiment).experiment_id
     if resume is not None:
-        run = _reopen(store, resume, experiment_id, experiment)
+        run = _reopen(store, resume, experiment_id, experiment, settings.spill_dir)
     else:
-        run = _create(store, artifacts, experiment_id, params, parent, tags, pipeline_id,
-                      code_dir, run_id)
-    handle = RunHandle(store, run, artifacts, flush_every, flush_interval=flush_interval,
-                       heartbeat_interval=heartbeat_interval, tensorboard_dir=tensorboard_dir,
-                       owns_run=True)
+        identity = _RunIdentity(run_id, pipeline_id, system, spec_hash)
+        run = _create(store, artifacts, experiment_id, params, parent, tags, identity, code_dir)
+    handle = RunHandle(store, run, artifacts, flush_every, spill_dir=settings.spill_dir,
+                       flush_interval=flush_interval, heartbeat_interval=heartbeat_interval,
+                       tensorboard_dir=tensorboard_dir, owns_run=True)
+    atexit.register(handle._at_exit)
     with _ACTIVE_LOCK:
         _ACTIVE.append(handle)
     return handle
 
 
+@dataclass(frozen=True)
+class _RunIdentity:
+    """What names a new run and what the system records on it beside the user's data."""
+
+    run_id: str | None
+    pipeline_id: str | None
+    system: dict[str, Any] | None
+    spec_hash: str | None
+
+
 def _create(
     store: TrackingStore, artifacts: ArtifactStore, experiment_id: str,
     params: dict[str, Any] | None, parent: RunHandle | str | None, tags: dict[str, Any] | None,
-    pipeline_id: str | None, code_dir: str | Path, run_id: str | None,
+    identity: _RunIdentity, code_dir: str | Path,
 ) -> Run:
     git = git_state(code_dir)
-    run_id = run_id or uuid.uuid4().hex
+    run_id = identity.run_id or uuid.uuid4().hex
     run = store.create_run(
         experiment_id, params=dict(params or {}), environment=capture_environment(),
         artifact_uri=artifacts.run_uri(run_id), run_id=run_id, git_commit=git.commit,
-        git_dirty=git.dirty, pipeline_id=pipeline_id, tags=tags,
+        git_dirty=git.dirty, pipeline_id=identity.pipeline_id, tags=tags,
         parent_run_id=parent.run_id if isinstance(parent, RunHandle) else parent,
+        system=identity.system, spec_hash=identity.spec_hash,
     )
     if git.diff:
         artifacts.put_bytes(run_id, "environment/git.diff", git.diff.encode())
     return run
 
 
-def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: str) -> Run:
+def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: str,
+            spill_dir: Path) -> Run:
     """Reopen a stored run, after replaying what its last attempt left in its spill file (an
     `end` record replayed later would end the resumed run)."""
     if store.get_run(run_id).experiment_id != experiment_id:
         raise Conflict(f"run {run_id!r} to resume is not in experiment {experiment!r}")
-    SpillFile(spill_directory() / f"{run_id}.jsonl").replay(partial(apply_record, store, run_id))
+    SpillFile(spill_dir / f"{run_id}.jsonl").replay(partial(apply_record, store, run_id))
     return store.reopen_run(run_id)
 
 
-def _replay_quietly(store: TrackingStore) -> None:
+def _replay_quietly(store: TrackingStore, spill_dir: Path) -> None:
     try:
-        replay_directory(store, spill_directory())
+        replay_directory(store, spill_dir)
     except Exception:  # noqa: BLE001 - the next start or `trainforge runs replay` tries again
         log.info("spill files not replayed yet", exc_info=True)
 

@@ -4,7 +4,7 @@ One file per run, `<spill dir>/<run_id>.jsonl`, one JSON record per line, in the
 produced them:
 
     {"op": "metrics", "batch": "<id>", "points": [[key, value, step, timestamp], ...]}
-    {"op": "tags" | "summary" | "params", "values": {...}}
+    {"op": "tags" | "system" | "summary" | "params", "values": {...}}
     {"op": "data_version", "values": {"data_version_id": ..., "source": ..., "files": [...], ...}}
     {"op": "device_hours", "values": {"hours": 0.1}}
     {"op": "end", "status": "completed", "error": null, "ended_at": "<iso>", "device_hours": 0.1}
@@ -136,6 +136,8 @@ def apply_record(store: TrackingStore, run_id: str, record: Record) -> None:
         store.log_metrics(run_id, points, record["batch"])
     elif op == "tags":
         store.set_tags(run_id, record["values"])
+    elif op == "system":
+        store.set_system(run_id, record["values"])
     elif op == "summary":
         store.set_summary_metrics(run_id, record["values"])
     elif op == "params":

@@ -61,7 +61,7 @@ class Checkpointing(Callback):
         self.sink = sink if isinstance(sink, CheckpointSink) else None
         self.resume = resume
         self.manager = None if location is None else CheckpointManager(
-            location, policy, run_id, storage_options=dict(policy.storage_options),
+            location, policy, run_id, storage_options=policy.fsspec_options(),
             on_saved=self._saved, on_deleted=self._deleted,
         )
         self.signals = PreemptionSignals(policy.preempt_on)
