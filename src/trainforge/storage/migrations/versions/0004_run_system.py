@@ -25,14 +25,12 @@ def _json() -> sa.types.TypeEngine[Any]:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("runs") as batch:
-        batch.add_column(sa.Column("system", _json(), nullable=False, server_default="{}"))
-        batch.add_column(sa.Column("spec_hash", sa.String(64), nullable=True))
-        batch.create_index("ix_runs_spec_hash", ["spec_hash"])
+    op.add_column("runs", sa.Column("system", _json(), nullable=False, server_default="{}"))
+    op.add_column("runs", sa.Column("spec_hash", sa.String(64), nullable=True))
+    op.create_index("ix_runs_spec_hash", "runs", ["spec_hash"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("runs") as batch:
-        batch.drop_index("ix_runs_spec_hash")
-        batch.drop_column("spec_hash")
-        batch.drop_column("system")
+    op.drop_index("ix_runs_spec_hash", "runs")
+    op.drop_column("runs", "spec_hash")
+    op.drop_column("runs", "system")

@@ -1,0 +1,85 @@
+"""Secrets planted in a spec's storage options, on the command line and in the database URL
+reach no record: not the database, not an artifact, not a log line, not `runs show`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import create_engine, inspect, text
+
+TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
+KEY, SECRET, DB_PASSWORD = "AKIDPLANTEDKEY0001", "planted-s3-secret-x9", "planted-db-password-y8"
+PLANTED = (KEY, SECRET, DB_PASSWORD)
+
+
+def with_password(url: str) -> str:
+    user, _, rest = url.partition("@")
+    return f"{user}:{DB_PASSWORD}@{rest}"
+
+
+def database_text(url: str) -> str:
+    """Every row of every table, as JSON text."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return "\n".join(
+                str(row[0]) for table in inspect(connection).get_table_names()
+                for row in connection.execute(text(f'SELECT row_to_json(t)::text FROM "{table}" t'))
+            )
+    finally:
+        engine.dispose()
+
+
+def files_text(folder: Path) -> str:
+    return "\n".join(path.read_bytes().decode("latin-1") for path in folder.rglob("*")
+                     if path.is_file())
+
+
+@pytest.mark.postgres
+def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3_endpoint,
+                                            _isolated_home, monkeypatch):
+    spec = yaml.safe_load((fraud_project / "pipeline.yaml").read_text())
+    spec["training"]["checkpoint"] = {
+        "location": f"s3://{s3_bucket}/checkpoints", "every_n_steps": 20,
+        "storage_options": {"key": KEY, "client_kwargs": {"endpoint_url": s3_endpoint,
+                                                          "region_name": "us-east-1"}},
+    }
+    (fraud_project / "pipeline.yaml").write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "TRAINFORGE_DB": with_password(pg_url),
+           # what `checkpoints list` authenticates with afterwards: the run recorded none
+           "AWS_ACCESS_KEY_ID": "from-env", "AWS_SECRET_ACCESS_KEY": "from-env"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, env=env,
+                              cwd=fraud_project)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    ran = cli("run", "pipeline.yaml", "training.epochs=1",
+              f"training.checkpoint.storage_options.secret={SECRET}", "--json")
+    run_id = json.loads(ran.stdout)["run_id"]
+    outputs = [ran.stdout, ran.stderr]
+    for args in (["runs", "show", run_id, "--json"], ["runs", "show", run_id],
+                 ["runs", "list"], ["checkpoints", "list", run_id, "--json"]):
+        done = cli(*args)
+        outputs += [done.stdout, done.stderr]
+    assert json.loads(outputs[-2]), "the checkpoints are listed with credentials from the env"
+
+    shown = json.loads(outputs[2])
+    assert shown["params"]["training"]["checkpoint"]["storage_options"] == {
+        "client_kwargs": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}
+    records = {
+        "database": database_text(pg_url),
+        "artifacts and local state": files_text(_isolated_home),
+        "cli output": "\n".join(outputs),
+    }
+    assert "training.checkpoint.storage_options.secret=***" in records["database"]
+    for where, content in records.items():
+        for planted in PLANTED:
+            assert planted not in content, f"{planted!r} found in the {where}"

@@ -1,0 +1,128 @@
+"""The steps of the training pipeline called one by one, writing to an in-memory recorder: a
+step records through `RunRecorder` only and never reaches the tracking store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainforge.config import load_spec
+from trainforge.entities import DataVersion, ModelStage, Run, RunStatus
+from trainforge.pipeline import _steps
+from trainforge.storage import SqlStore
+from trainforge.tracking import RunRecorder
+
+
+class MemoryRecorder:
+    """A `RunRecorder` keeping everything in dicts, artifacts under a folder."""
+
+    def __init__(self, run: Run, folder: Path) -> None:
+        self._run = run
+        self.folder = folder
+        self.metrics: list[tuple[dict[str, float], int]] = []
+        self.tags: dict[str, Any] = {}
+        self.summary: dict[str, float] = {}
+        self.artifacts: dict[str, bytes] = {}
+        self.data_version: DataVersion | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        self.metrics.append((dict(metrics), step))
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        self.tags.update(tags)
+
+    def set_summary(self, metrics: dict[str, float]) -> None:
+        self.summary.update(metrics)
+
+    def set_data_version(self, version: DataVersion) -> None:
+        self.data_version = version
+
+    def put_artifact(self, name: str, data: bytes) -> str:
+        self.artifacts[name] = data
+        return self.artifact_uri(name)
+
+    def log_artifact(self, path: str | Path, name: str | None = None) -> str:
+        return self.put_artifact(name or Path(path).name, Path(path).read_bytes())
+
+    def artifact_uri(self, name: str = "") -> str:
+        return str(self.folder / name) if name else str(self.folder)
+
+    def info(self) -> Run:
+        version = self.data_version.data_version_id if self.data_version else None
+        return replace(self._run, data_version_id=version, metrics=dict(self.summary))
+
+
+@pytest.fixture
+def registry(sqlite_url: str):
+    store = SqlStore(sqlite_url)
+    yield store
+    store.close()
+
+
+def test_each_step_records_through_the_recorder_only(fraud_project, registry, tmp_path):
+    spec = load_spec(fraud_project / "pipeline.yaml", ["training.epochs=1"])
+    experiment = registry.get_or_create_experiment("steps")
+    stored = registry.create_run(experiment.experiment_id, {}, {}, "unused")
+    recorder = MemoryRecorder(stored, tmp_path / "artifacts")
+    run: RunRecorder = recorder
+    task = spec.model.task
+
+    values: dict[str, Any] = {"run": run}
+    values |= _steps.ingest(spec.data, run)
+    values |= _steps.validate(spec.data, values["raw"], run)
+    values |= _steps.split(spec.data, values["raw"], values["validation"])
+    values |= _steps.features(spec.features, spec.data.target, task, values["splits"], run)
+    values |= _steps.train(spec, (), values["dataset"], run)
+    values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"], run)
+    values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)
+    values |= _steps.register(spec.registry, registry, values["trained"], values["evaluation"],
+                              values["gate"], run)
+
+    assert recorder.data_version is not None and recorder.data_version.num_rows == 24_000
+    assert set(recorder.artifacts) == {"validation/report.json", "features/pipeline.json",
+                                       "model/weights.safetensors", "model/model.json"}
+    assert json.loads(recorder.artifacts["validation/report.json"])["passed"] is True
+    assert {"data", "validation", "features", "gates", "model_version"} <= set(recorder.tags)
+    assert recorder.summary["test_roc_auc"] > 0.5 and recorder.summary["train_steps"] > 0
+    assert {"train_loss", "val_loss"} <= {key for logged, _ in recorder.metrics for key in logged}
+    assert any(Path(tmp_path / "artifacts" / "checkpoints").iterdir())
+
+    version = values["model_version"]
+    assert (version.model_name, version.version, version.stage) == (
+        "fraud_detector", "1", ModelStage.STAGING)
+    assert version.data_version_id == recorder.data_version.data_version_id
+    assert version.artifact_uri == str(tmp_path / "artifacts" / "model")
+    untouched = registry.get_run(stored.run_id)
+    assert (untouched.params, untouched.tags, untouched.metrics) == ({}, {}, {})
+    assert untouched.status is RunStatus.RUNNING and untouched.data_version_id is None
+
+
+def test_the_gate_decides_on_training_and_test_metrics_without_reading_the_run(tmp_path):
+    spec = load_spec(Path(__file__).parents[2] / "examples" / "fraud" / "pipeline.yaml",
+                     ["evaluation.gates.0.metric=val_loss", "evaluation.gates.0.min=null",
+                      "evaluation.gates.0.max=0.1"])
+    now = datetime.now(timezone.utc)
+    run = Run("r1", "e1", RunStatus.RUNNING, {}, {}, {}, {}, "unused", now, None, None, None,
+              None, None)
+    recorder = MemoryRecorder(run, tmp_path)
+
+    class Trained:
+        summary = {"val_loss": 0.3}
+
+    class Evaluation:
+        @staticmethod
+        def prefixed() -> dict[str, float]:
+            return {"test_roc_auc": 0.9}
+
+    decided = _steps.gate(spec.evaluation, Trained(), Evaluation(), recorder)["gate"]
+    assert not decided.passed and "val_loss" in decided.failures[0]
+    assert recorder.tags["gates"]["passed"] is False
