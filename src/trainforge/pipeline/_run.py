@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PipelineSpec, load_spec
+from trainforge.config import PipelineSpec, Settings, load_spec
 from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
 from trainforge.errors import Conflict, Preempted, RunFailed, RunPreempted, TrainforgeError
 from trainforge.evaluate import EvalReport
@@ -43,7 +43,7 @@ def load_checked_spec(path: str | Path, overrides: list[str] | None = None) -> P
 
 
 def default_artifact_store() -> ArtifactStore:
-    return open_artifact_store(trainforge_home() / "artifacts")
+    return open_artifact_store(Settings.from_env().artifact_root)
 
 
 def _run_to_resume(store: TrackingStore, spec: PipelineSpec, artifacts: ArtifactStore,

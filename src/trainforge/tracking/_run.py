@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, NotFound, Preempted, StoreUnavailable
-from trainforge.storage import trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking._defaults import default_store, spill_directory
 from trainforge.tracking._environment import capture_environment, git_state, gpu_info
@@ -291,7 +291,7 @@ def start_run(
     """Create a run in `experiment` (created if new) and return its live handle.
 
     `store` defaults to `default_store()` (TRAINFORGE_DB / TRAINFORGE_HOME), `artifacts` to
-    `<TRAINFORGE_HOME>/artifacts`; `parent` nests the run under another; `tensorboard_dir` also
+    TRAINFORGE_ARTIFACTS (`Settings`); `parent` nests the run under another; `tensorboard_dir` also
     writes TensorBoard event files to `<tensorboard_dir>/<run_id>`. Records the git commit, dirty
     flag (and the diff as artifact `environment/git.diff`), packages and machine. Spill files
     that earlier runs left are replayed in the background. `resume` reopens that stored run
@@ -302,7 +302,7 @@ def start_run(
     """
     store = store if store is not None else default_store()
     if not isinstance(artifacts, ArtifactStore):
-        artifacts = open_artifact_store(artifacts or trainforge_home() / "artifacts")
+        artifacts = open_artifact_store(artifacts or Settings.from_env().artifact_root)
     threading.Thread(target=_replay_quietly, args=(store,), daemon=True,
                      name="trainforge-replay").start()
     experiment_id = store.get_or_create_experiment(experiment).experiment_id

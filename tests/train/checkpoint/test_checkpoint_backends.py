@@ -9,8 +9,9 @@ import torch
 
 from trainforge.config import CheckpointSpec
 from trainforge.errors import CheckpointError
+from trainforge.storage.objects import FsspecObjectStore, LocalObjectStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
-from trainforge.train.checkpoint._storage import FsspecStorage, LocalStorage, Storage
+from trainforge.train.checkpoint._storage import Storage
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -26,9 +27,9 @@ def manager_at(location: tuple[str, dict], **policy) -> CheckpointManager:
     return CheckpointManager(uri, spec, run_id="r1", storage_options=options)
 
 
-def test_the_storage_matches_the_uri(location) -> None:
-    expected = FsspecStorage if location[0].startswith("s3://") else LocalStorage
-    assert isinstance(manager_at(location)._storage, expected)
+def test_the_object_store_matches_the_uri(location) -> None:
+    expected = FsspecObjectStore if location[0].startswith("s3://") else LocalObjectStore
+    assert isinstance(manager_at(location)._storage.objects, expected)
 
 
 def test_round_trip(location, training_state: dict) -> None:
