@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,22 @@ def test_loading_a_deleted_checkpoint_raises(location, training_state: dict) -> 
     manager._storage.delete_dir(info.name)  # deleting twice is fine
     with pytest.raises(CheckpointError, match="step-0000000001"):
         manager.load(info)
+
+
+def test_local_checkpoints_are_readable_by_the_team_and_durable(
+    tmp_path: Path, training_state: dict, fsynced: list[Path]
+) -> None:
+    old = os.umask(0o022)
+    try:
+        manager = CheckpointManager(tmp_path / "checkpoints", CheckpointSpec(), run_id="r1")
+        manager.save(1, training_state, blocking=True)
+    finally:
+        os.umask(old)
+    folder = tmp_path / "checkpoints" / "step-0000000001"
+    files = ["tensors.safetensors", "state.json", "MANIFEST.json"]
+    assert [stat.S_IMODE((folder / name).stat().st_mode) for name in files] == [0o644] * 3
+    written = [path.name for path in fsynced if path.parent == folder]  # temporary names
+    assert len(written) == 3  # each file before its rename, the manifest last:
+    assert all(temporary.startswith(f".{name}.") for temporary, name in zip(written, files))
+    assert {folder, folder.parent, tmp_path} <= set(fsynced)  # renames, new folders
+    assert manager.latest().uri == str(folder)  # local checkpoints are recorded as plain paths
