@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import hashlib
 import io
 import os
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import trainforge.storage.objects as objects_package
 from trainforge.errors import ObjectNotFound, ObjectStoreError
 from trainforge.storage.objects import (
     FsspecObjectStore,
@@ -24,6 +26,19 @@ from trainforge.storage.objects import (
 )
 
 MiB = 2**20
+
+
+def test_public_api() -> None:
+    assert objects_package.__all__ == [
+        "FsspecObjectStore", "LocalObjectStore", "ObjectStore", "check_key", "open_object_store",
+    ]
+    assert doctest.testmod(objects_package).failed == 0
+
+
+def test_the_trainer_reaches_the_object_store_without_the_sql_store() -> None:
+    script = "import sys, trainforge.train; print('sqlalchemy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 @pytest.fixture(params=["local", "s3"])
