@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated TRAINFORGE_HOME for every test, and stores on every backend.
+"""Shared fixtures: an isolated TRAINFORGE_HOME for every test, stores on every backend, and an
+S3 server on loopback (moto's) with a fresh bucket per test.
 
 PostgreSQL tests use the server at `TRAINFORGE_TEST_PG_URL` (a libpq URL whose database is a
 maintenance database, default postgresql://postgres@127.0.0.1:5432/postgres). Each test gets a
@@ -12,7 +13,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -36,6 +37,20 @@ def _isolated_home(
     monkeypatch.setenv("TRAINFORGE_HOME", str(home))
     monkeypatch.delenv("TRAINFORGE_DB", raising=False)
     return home
+
+
+@pytest.fixture
+def fsynced(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths `os.fsync` is called on during the test, in order (files and folders)."""
+    paths: list[Path] = []
+    real_fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        paths.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    return paths
 
 
 @pytest.fixture
@@ -90,3 +105,43 @@ def store(db_url: str) -> Iterator[SqlStore]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 (a free port), for the whole session."""
+    server_module = pytest.importorskip("moto.server")
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The name of a fresh, empty bucket on the moto server.
+
+    The AWS variables (credentials, region, `AWS_ENDPOINT_URL`) point at the server for the
+    test, so code that reads them from the environment, as s3fs does, reaches the bucket.
+    """
+    pytest.importorskip("s3fs")
+    boto3 = pytest.importorskip("boto3")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    bucket = f"tf-test-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
+    return bucket
+
+
+@pytest.fixture
+def s3_options(s3_endpoint: str) -> dict[str, Any]:
+    """Storage options naming the moto server explicitly (credentials, endpoint, region)."""
+    return {
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"},
+        "default_block_size": 5 * 2**20,  # S3's smallest part: big writes go multipart
+    }

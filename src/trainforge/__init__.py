@@ -33,6 +33,8 @@ _EXPORTS = {
     "DataNotFound": "trainforge.errors",
     "DataValidationError": "trainforge.errors",
     "NotFound": "trainforge.errors",
+    "ObjectNotFound": "trainforge.errors",
+    "ObjectStoreError": "trainforge.errors",
     "Preempted": "trainforge.errors",
     "RunFailed": "trainforge.errors",
     "RunPreempted": "trainforge.errors",

@@ -10,6 +10,8 @@
     │   ├── Conflict                a write collides with existing state
     │   └── StoreUnavailable        the database cannot be reached now (retry, or spill and replay)
     ├── QueryError                  a run filter or sort key is malformed (names the position)
+    ├── ObjectStoreError            an object store cannot do what was asked (names key or URI)
+    │   └── ObjectNotFound          no object under that key
     ├── ArtifactError               an artifact name or file is unusable
     ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
@@ -81,6 +83,22 @@ class QueryError(TrainforgeError):
         self.text = text
         self.position = position
         super().__init__(f"{text!r} at position {position}: {message}")
+
+
+class ObjectStoreError(TrainforgeError):
+    """An object store refused a key or failed to list, write, read or delete.
+
+    `where` names the key or URI, `problem` says what went wrong or what was expected.
+    """
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class ObjectNotFound(ObjectStoreError):
+    """No object is stored under the key."""
 
 
 class ArtifactError(TrainforgeError):

@@ -14,7 +14,7 @@ from trainforge.config import Settings
 from trainforge.entities import MetricPoint, RunStatus
 from trainforge.errors import StoreUnavailable
 from trainforge.storage import SqlStore
-from trainforge.storage.artifacts import LocalArtifactStore
+from trainforge.storage.artifacts import open_artifact_store
 from trainforge.tracking import RunHandle, replay_spills, start_run
 from trainforge.tracking._logger import MetricLogger
 from trainforge.tracking._spill import SpillFile
@@ -55,7 +55,7 @@ def flaky(sqlite_store: SqlStore) -> Flaky:
 
 
 def _start(store: Any, tmp_path: Path, **options: Any) -> RunHandle:
-    return start_run("exp", store=store, artifacts=LocalArtifactStore(tmp_path / "a"),
+    return start_run("exp", store=store, artifacts=open_artifact_store(tmp_path / "a"),
                      code_dir=tmp_path, **options)
 
 
@@ -148,7 +148,7 @@ def test_end_during_an_outage_keeps_the_end_for_replay(flaky, tmp_path):
 
 
 def test_a_full_buffer_overflows_to_the_spill_file_not_to_memory(flaky, sqlite_store, tmp_path):
-    run = start_run("exp", store=sqlite_store, artifacts=LocalArtifactStore(tmp_path / "a"),
+    run = start_run("exp", store=sqlite_store, artifacts=open_artifact_store(tmp_path / "a"),
                     code_dir=tmp_path)
     run.end()
     spill = SpillFile(tmp_path / "spill" / f"{run.run_id}.jsonl")

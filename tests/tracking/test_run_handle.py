@@ -9,13 +9,13 @@ import pytest
 from trainforge.entities import RunStatus
 from trainforge.errors import Conflict, NotFound
 from trainforge.storage import SqlStore
-from trainforge.storage.artifacts import LocalArtifactStore
+from trainforge.storage.artifacts import open_artifact_store
 from trainforge.tracking import RunHandle, active_run, start_run
 
 
 @pytest.fixture
 def artifacts(tmp_path):
-    return LocalArtifactStore(tmp_path / "artifacts")
+    return open_artifact_store(tmp_path / "artifacts")
 
 
 def test_completed_run_records_params_environment_and_metrics(store, artifacts):

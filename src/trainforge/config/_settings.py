@@ -11,7 +11,8 @@ without a store) call `Settings.from_env()`; nothing below them reads the enviro
 The database URL may hold a password, so it is a `SecretStr`: its repr, `str()` and dumps are
 masked, and `database_url_shown` renders it with the password hidden. Object-store credentials
 never appear here: fsspec reads them from its own configuration or the environment (for S3,
-`AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or a profile).
+`AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or a profile, and `AWS_ENDPOINT_URL` for an
+S3-compatible server such as MinIO).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -9,8 +11,9 @@ import torch
 
 from trainforge.config import CheckpointSpec
 from trainforge.errors import CheckpointError
+from trainforge.storage.objects import FsspecObjectStore, LocalObjectStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
-from trainforge.train.checkpoint._storage import FsspecStorage, LocalStorage, Storage
+from trainforge.train.checkpoint._storage import Storage
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -26,9 +29,9 @@ def manager_at(location: tuple[str, dict], **policy) -> CheckpointManager:
     return CheckpointManager(uri, spec, run_id="r1", storage_options=options)
 
 
-def test_the_storage_matches_the_uri(location) -> None:
-    expected = FsspecStorage if location[0].startswith("s3://") else LocalStorage
-    assert isinstance(manager_at(location)._storage, expected)
+def test_the_object_store_matches_the_uri(location) -> None:
+    expected = FsspecObjectStore if location[0].startswith("s3://") else LocalObjectStore
+    assert isinstance(manager_at(location)._storage.objects, expected)
 
 
 def test_round_trip(location, training_state: dict) -> None:
@@ -102,3 +105,22 @@ def test_loading_a_deleted_checkpoint_raises(location, training_state: dict) -> 
     manager._storage.delete_dir(info.name)  # deleting twice is fine
     with pytest.raises(CheckpointError, match="step-0000000001"):
         manager.load(info)
+
+
+def test_local_checkpoints_are_readable_by_the_team_and_durable(
+    tmp_path: Path, training_state: dict, fsynced: list[Path]
+) -> None:
+    old = os.umask(0o022)
+    try:
+        manager = CheckpointManager(tmp_path / "checkpoints", CheckpointSpec(), run_id="r1")
+        manager.save(1, training_state, blocking=True)
+    finally:
+        os.umask(old)
+    folder = tmp_path / "checkpoints" / "step-0000000001"
+    files = ["tensors.safetensors", "state.json", "MANIFEST.json"]
+    assert [stat.S_IMODE((folder / name).stat().st_mode) for name in files] == [0o644] * 3
+    written = [path.name for path in fsynced if path.parent == folder]  # temporary names
+    assert len(written) == 3  # each file before its rename, the manifest last:
+    assert all(temporary.startswith(f".{name}.") for temporary, name in zip(written, files))
+    assert {folder, folder.parent, tmp_path} <= set(fsynced)  # renames, new folders
+    assert manager.latest().uri == str(folder)  # local checkpoints are recorded as plain paths
