@@ -36,6 +36,7 @@ _EXPORTS = {
     "ObjectNotFound": "trainforge.errors",
     "ObjectStoreError": "trainforge.errors",
     "Preempted": "trainforge.errors",
+    "ResumeRefused": "trainforge.errors",
     "RunFailed": "trainforge.errors",
     "RunPreempted": "trainforge.errors",
     "SpecError": "trainforge.errors",

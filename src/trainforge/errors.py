@@ -16,6 +16,7 @@
     ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
     ├── Preempted                   a preemption signal stopped the process (checkpoint saved)
+    ├── ResumeRefused               a run cannot be resumed as asked (names the run and why)
     ├── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
     └── RunPreempted                a tracked run ended `preempted` (names the run; resumable)
 
@@ -133,6 +134,11 @@ class RunFailed(TrainforgeError):
     def __init__(self, run_id: str, cause: BaseException) -> None:
         self.run_id = run_id
         super().__init__(f"run {run_id} failed: {cause}")
+
+
+class ResumeRefused(TrainforgeError):
+    """A run cannot be resumed as asked: it completed, still runs, belongs to another pipeline,
+    or the spec given now differs from the one it recorded (the message lists each change)."""
 
 
 class RunPreempted(TrainforgeError):

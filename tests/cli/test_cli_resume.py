@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -69,7 +70,8 @@ def test_sigterm_preempts_and_resume_continues_the_same_run_exactly(fraud_projec
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == EXIT_PREEMPTED, stderr
     assert f"run {run_id} preempted by SIGTERM after step" in stderr
-    assert f"trainforge run {spec} --resume {run_id}" in stderr
+    hint = stderr.split("continue it with: ", 1)[1].splitlines()[0]
+    assert hint == shlex.join(["trainforge", "run", spec, *SETTINGS, "--resume", run_id])
     store = home_store()
     stopped = store.get_run(run_id)
     assert stopped.status is RunStatus.PREEMPTED
@@ -77,7 +79,7 @@ def test_sigterm_preempts_and_resume_continues_the_same_run_exactly(fraud_projec
     assert preempted_at in [c.step for c in store.list_checkpoints(run_id)]
     store.close()
 
-    resumed = cli("run", spec, *SETTINGS, "--resume", run_id, "--json")
+    resumed = cli(*shlex.split(hint)[1:], "--json")  # the hint, run as printed
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["run_id"] == run_id
     assert loss_series(run_id) == loss_series(reference_id)
@@ -116,12 +118,12 @@ def test_resume_auto_continues_a_killed_run_and_then_starts_new_ones(fraud_proje
 def test_resume_refuses_unknown_completed_and_live_runs(fraud_project, tmp_path):
     spec = str(fraud_project / "pipeline.yaml")
     unknown = cli("run", spec, "--resume", "nope")
-    assert unknown.returncode == 1 and "run 'nope' not found" in unknown.stderr
+    assert unknown.returncode == 2 and "run 'nope' not found" in unknown.stderr
 
     done = cli("run", spec, "training.epochs=1", "--json")
     run_id = json.loads(done.stdout)["run_id"]
     again = cli("run", spec, "training.epochs=1", "--resume", run_id)
-    assert again.returncode == 1
+    assert again.returncode == 2
     assert f"run {run_id} has completed; there is nothing to resume" in again.stderr
 
     store = open_store(Settings.from_env().database_url.get_secret_value())
@@ -129,5 +131,35 @@ def test_resume_refuses_unknown_completed_and_live_runs(fraud_project, tmp_path)
     store.set_system(run_id, {"process": {"host": socket.gethostname(), "pid": os.getpid()}})
     store.close()
     live = cli("run", spec, "training.epochs=1", "--resume", run_id)
-    assert live.returncode == 1
+    assert live.returncode == 2
     assert f"run {run_id} is still running (pid {os.getpid()} on" in live.stderr
+
+
+def test_a_resume_with_another_spec_is_refused_listing_the_changes(fraud_project):
+    spec = str(fraud_project / "pipeline.yaml")
+    done = cli("run", spec, "training.epochs=1", "training.log_every_n_steps=1", "--json")
+    run_id = json.loads(done.stdout)["run_id"]
+    store = home_store()
+    store.end_run(run_id, RunStatus.FAILED, "killed")  # as if killed after its last checkpoint
+    store.close()
+
+    file_values = cli("run", spec, "--resume", run_id)  # the file's epochs and cadence
+    assert file_values.returncode == 2, file_values.stderr
+    assert f"run {run_id} was started with another spec" in file_values.stderr
+    assert "training.epochs: recorded 1, given 4" in file_values.stderr
+    assert "training.log_every_n_steps: recorded 1, given 1" not in file_values.stderr
+    assert "start a new run" in file_values.stderr
+
+    cadence = cli("run", spec, "training.epochs=1", "training.log_every_n_steps=5",
+                  "--resume", run_id)
+    assert cadence.returncode == 2
+    assert "training.log_every_n_steps: recorded 1, given 5" in cadence.stderr
+    assert "--allow-neutral-changes" in cadence.stderr
+    accepted = cli("run", spec, "training.epochs=1", "training.log_every_n_steps=5",
+                   "--resume", run_id, "--allow-neutral-changes", "--json")
+    assert accepted.returncode == 0, accepted.stderr
+    store = home_store()
+    run = store.get_run(run_id)
+    assert run.status is RunStatus.COMPLETED
+    assert run.system["resume"] == {"changes": [["training.log_every_n_steps", 1, 5]]}
+    store.close()

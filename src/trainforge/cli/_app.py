@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from typing import Annotated, Optional
 
@@ -17,7 +18,15 @@ from trainforge.cli._views import (
     short_metrics,
     version_fields,
 )
-from trainforge.errors import NotFound, RunFailed, RunPreempted, SpecError, TrainforgeError
+from trainforge.config import redact_argument
+from trainforge.errors import (
+    NotFound,
+    ResumeRefused,
+    RunFailed,
+    RunPreempted,
+    SpecError,
+    TrainforgeError,
+)
 from trainforge.orchestration import StepEvent
 from trainforge.pipeline import Launch, launch_pipeline, load_checked_spec, run_pipeline
 
@@ -38,7 +47,12 @@ RdzvId = Annotated[Optional[str], typer.Option(
     help="Job id, the same on all nodes and new for each job: it names the job's one run.")]
 MaxRestarts = Annotated[int, typer.Option(min=0, help="Restarts of the workers after a failure.")]
 Resume = Annotated[Optional[str], typer.Option(
-    metavar="RUN_ID", help="Continue this run from its newest checkpoint.")]
+    metavar="RUN_ID", help="Continue this run from its newest checkpoint, with the spec and "
+    "overrides it was started with.")]
+AllowNeutralChanges = Annotated[bool, typer.Option(
+    "--allow-neutral-changes", help="With --resume: accept changes to the run's spec that "
+    "cannot change what is trained (progress, logging cadence, resume mode); recorded on the "
+    "run.")]
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again later (with --resume)
 
 
@@ -83,6 +97,7 @@ def run(
     rdzv_id: RdzvId = None,
     max_restarts: MaxRestarts = 0,
     resume: Resume = None,
+    allow_neutral_changes: AllowNeutralChanges = False,
 ) -> None:
     """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
     --nproc-per-node)."""
@@ -94,16 +109,19 @@ def run(
     try:
         if nproc_per_node is None:
             result = run_pipeline(spec, overrides or [], settings=_context.settings(),
-                                  resume=resume, listener=None if as_json else _print_step)
+                                  resume=resume, allow_neutral_changes=allow_neutral_changes,
+                                  listener=None if as_json else _print_step)
         else:
             launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
             result = launch_pipeline(spec, overrides or [], launch, resume=resume,
+                                     allow_neutral_changes=allow_neutral_changes,
                                      settings=_context.settings())
-    except SpecError as exc:
+    except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:
-        _render.fail(f"{exc}\ncontinue it with: trainforge run {spec} --resume {exc.run_id}",
-              EXIT_PREEMPTED)
+        again = ["trainforge", "run", spec, *(redact_argument(o) for o in overrides or []),
+                 "--resume", exc.run_id]
+        _render.fail(f"{exc}\ncontinue it with: {shlex.join(again)}", EXIT_PREEMPTED)
     except RunFailed as exc:
         _render.fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
     if result is None:  # global rank 0 ran on another node: that node's launcher reports the run

@@ -79,7 +79,7 @@ class Launch:
 
 def launch_pipeline(
     path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None,
-    *, settings: Settings | None = None,
+    *, allow_neutral_changes: bool = False, settings: Settings | None = None,
 ) -> PipelineResult | None:
     """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
 
@@ -95,7 +95,7 @@ def launch_pipeline(
     execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
     run_id = job_run_id(plan.spec.name, launch) if launch.nnodes > 1 else None
     return run_tracked(plan, PipelineServices.open(settings), execute=execute, resume=resume,
-                       run_id=run_id)
+                       allow_neutral_changes=allow_neutral_changes, run_id=run_id)
 
 
 def job_run_id(pipeline: str, launch: Launch) -> str:

@@ -1,11 +1,14 @@
 """Which run a pipeline continues, whether a run is still alive, and where its checkpoints live.
 
 - `trainforge run SPEC --resume RUN_ID` continues that run: it must belong to the pipeline,
-  not be `completed`, and not be running still (its process alive on this host, or its
-  heartbeat fresh when it ran elsewhere);
+  not be `completed`, not be running still (its process alive on this host, or its heartbeat
+  fresh when it ran elsewhere), and the spec given now must be the one it recorded: a resume
+  continues the recorded run, it never turns into another. Changes that cannot alter what is
+  trained (the same `spec_hash`: progress, logging cadence, resume mode, ...) are allowed on
+  request and recorded on the run; any other change is refused, listing each one;
 - `training.checkpoint.resume: auto` continues the newest such run of the same pipeline with
   the same `spec_hash` (what it trains, see `_plan`) that has a valid checkpoint, else starts a
-  new run.
+  new run; its changes are neutral by that match, and recorded too.
 
 What this reads back lives in the run's `system` namespace, written when the run is opened:
 `process` (host, pid) and `checkpoint` (location, policy). A run's checkpoints are
@@ -18,12 +21,14 @@ from __future__ import annotations
 import os
 import socket
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from trainforge.config import CheckpointSpec, PipelineSpec
 from trainforge.entities import Run, RunStatus
-from trainforge.errors import Conflict
+from trainforge.errors import ResumeRefused
 from trainforge.tracking import TrackingStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
@@ -49,17 +54,57 @@ def checkpoint_record(spec: CheckpointSpec, location: str) -> dict[str, Any]:
     return {"checkpoint": {"location": location, "policy": spec.model_dump(mode="json")}}
 
 
+@dataclass(frozen=True)
+class SpecChange:
+    """One field whose value differs between the recorded spec and the one given now."""
+
+    path: str
+    recorded: Any
+    given: Any
+
+    def describe(self) -> str:
+        return f"{self.path}: recorded {self.recorded!r}, given {self.given!r}"
+
+    def to_json(self) -> list[Any]:
+        return [self.path, self.recorded, self.given]
+
+
+def spec_changes(recorded: Mapping[str, Any], given: Mapping[str, Any]) -> list[SpecChange]:
+    """Every leaf field (dotted path) whose value differs, by path; absent is None."""
+    old, new = _leaves(recorded), _leaves(given)
+    return [SpecChange(path, old.get(path), new.get(path)) for path in sorted(old | new)
+            if old.get(path) != new.get(path)]
+
+
 def check_resumable(run: Run, spec: PipelineSpec) -> None:
-    """`Conflict` unless `run` is an unfinished run of this pipeline that no process holds."""
+    """`ResumeRefused` unless `run` is an unfinished run of this pipeline that no process
+    holds."""
     if run.pipeline_id != spec.name:
-        raise Conflict(f"run {run.run_id} belongs to pipeline {run.pipeline_id!r}, not "
-                       f"{spec.name!r}")
+        raise ResumeRefused(f"run {run.run_id} belongs to pipeline {run.pipeline_id!r}, not "
+                            f"{spec.name!r}")
     if run.status is RunStatus.COMPLETED:
-        raise Conflict(f"run {run.run_id} has completed; there is nothing to resume")
+        raise ResumeRefused(f"run {run.run_id} has completed; there is nothing to resume")
     if is_alive(run):
         process = run.system.get("process", {})
-        raise Conflict(f"run {run.run_id} is still running (pid {process.get('pid')} on "
-                       f"{process.get('host')}); stop it first")
+        raise ResumeRefused(f"run {run.run_id} is still running (pid {process.get('pid')} on "
+                            f"{process.get('host')}); stop it first")
+
+
+def check_same_spec(run: Run, given: Mapping[str, Any], spec_hash: str, *,
+                    allow_neutral: bool) -> list[SpecChange]:
+    """The changes from `run`'s recorded spec to `given`, when a resume may make them:
+    none, or (with `allow_neutral`) only changes that keep `spec_hash`. `ResumeRefused`
+    listing them otherwise."""
+    changes = spec_changes(run.params, given)
+    neutral = run.spec_hash == spec_hash
+    if not changes or (neutral and allow_neutral):
+        return changes
+    listed = "\n".join(f"  {change.describe()}" for change in changes)
+    remedy = ("none of these changes what is trained: pass --allow-neutral-changes to continue "
+              "with them" if neutral else
+              "resume with the spec and overrides the run was started with, or start a new run")
+    raise ResumeRefused(f"run {run.run_id} was started with another spec; a resume continues "
+                        f"that run as it was:\n{listed}\n{remedy}")
 
 
 def is_alive(run: Run, now: datetime | None = None) -> bool:
@@ -98,6 +143,16 @@ def has_checkpoint(spec: CheckpointSpec, location: str, run_id: str) -> bool:
         with CheckpointManager(location, spec, run_id,
                                storage_options=spec.fsspec_options()) as manager:
             return manager.latest() is not None
+
+
+def _leaves(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping) and value:
+            found.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            found[f"{prefix}{key}"] = value
+    return found
 
 
 def _pid_exists(pid: int) -> bool:

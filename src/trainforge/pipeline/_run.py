@@ -2,7 +2,7 @@
 DAG, and translate what went wrong into errors that name the run.
 
     plan_pipeline      spec file or object + overrides → checked spec, spec hash (no run yet)
-    _run_to_resume     --resume RUN_ID, or `resume: auto` matching the spec hash
+    _run_to_resume     --resume RUN_ID (the same spec), or `resume: auto` matching the spec hash
     _open_run          a new run, the resumed one, or the one a multi-node job shares
     execute            the DAG in this process, or torchrun workers (`launch_pipeline`)
     _errors_of_run     `Preempted` → `RunPreempted`, other trainforge errors → `RunFailed`
@@ -21,16 +21,27 @@ from typing import Any
 
 from trainforge.config import PipelineSpec, Settings
 from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
-from trainforge.errors import Conflict, Preempted, RunFailed, RunPreempted, TrainforgeError
+from trainforge.errors import (
+    Conflict,
+    NotFound,
+    Preempted,
+    ResumeRefused,
+    RunFailed,
+    RunPreempted,
+    TrainforgeError,
+)
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import StepListener, run_dag
 from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
 from trainforge.pipeline._resume import (
+    SpecChange,
     check_resumable,
+    check_same_spec,
     checkpoint_location,
     checkpoint_record,
     find_resumable,
     process_record,
+    spec_changes,
 )
 from trainforge.registry import GateResult
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
@@ -83,6 +94,7 @@ def run_pipeline(
     callbacks: Sequence[Callback] = (),
     parent: RunHandle | str | None = None,
     resume: str | None = None,
+    allow_neutral_changes: bool = False,
     execute: Execute | None = None,
 ) -> PipelineResult:
     """Run the pipeline `spec` declares (a spec file, or a `PipelineSpec`), as one tracked run.
@@ -91,7 +103,9 @@ def run_pipeline(
     `failed` and is raised as `RunFailed` naming the run; Ctrl+C ends it `failed` too. SIGTERM
     (or a signal in `training.checkpoint.preempt_on`) ends it `preempted`, after a checkpoint
     when it arrives during training, raised as `RunPreempted`. `resume` continues that run
-    from its newest checkpoint (`Conflict` if it completed or still runs); without it,
+    from its newest checkpoint as it was recorded (`ResumeRefused` if it completed, still
+    runs, or the spec given differs from the recorded one; `allow_neutral_changes` lets
+    through changes that keep its spec hash, recorded on the run); without it,
     `training.checkpoint.resume: auto` continues the newest unfinished run of the same spec
     hash that has one. `callbacks` join the trainer's (e.g. a tuning trial reporting and
     pruning); `parent` nests the run under another. `execute(run)` runs the steps and returns
@@ -100,7 +114,8 @@ def run_pipeline(
     """
     result = run_tracked(
         plan_pipeline(spec, overrides), PipelineServices.open(settings, store, artifacts),
-        listener=listener, callbacks=callbacks, parent=parent, resume=resume, execute=execute,
+        listener=listener, callbacks=callbacks, parent=parent, resume=resume,
+        allow_neutral_changes=allow_neutral_changes, execute=execute,
     )
     assert result is not None  # only an `execute` of a multi-node launch returns no values
     return result
@@ -114,6 +129,7 @@ def run_tracked(
     callbacks: Sequence[Callback] = (),
     parent: RunHandle | str | None = None,
     resume: str | None = None,
+    allow_neutral_changes: bool = False,
     execute: Execute | None = None,
     run_id: str | None = None,
 ) -> PipelineResult | None:
@@ -127,13 +143,15 @@ def run_tracked(
     services.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )
-    resume = _run_to_resume(plan, services, resume) if run_id is None else None
+    resumed = (_run_to_resume(plan, services, resume, allow_neutral_changes)
+               if run_id is None else None)
     started = time.perf_counter()
-    handle = _open_run(plan, services, parent, resume, run_id)
+    handle = _open_run(plan, services, parent, resumed, run_id)
     with _errors_of_run(handle.run_id), handle:
-        if resume is not None:
+        if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
-            handle.set_system({**plan.system_record(), **process_record()})
+            handle.set_system({**plan.system_record(), **process_record(),
+                               "resume": {"changes": [c.to_json() for c in resumed.changes]}})
         values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
         if values is None:
             handle.close()  # leaves the run to the process that reports it; `with` ends nothing
@@ -147,23 +165,39 @@ def run_tracked(
     )
 
 
-def _run_to_resume(plan: PipelinePlan, services: PipelineServices,
-                   resume: str | None) -> str | None:
-    """The id of the run to continue (checked), or None for a new run."""
+@dataclass(frozen=True)
+class _Resumption:
+    """The run to continue, and the (neutral) changes of the spec it continues with."""
+
+    run_id: str
+    changes: list[SpecChange]
+
+
+def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str | None,
+                   allow_neutral_changes: bool) -> _Resumption | None:
+    """The run to continue (checked), or None for a new run."""
+    given = plan.spec.model_dump(mode="json")
     if resume is not None:
-        check_resumable(services.store.get_run(resume), plan.spec)
-        return resume
+        try:
+            run = services.store.get_run(resume)
+        except NotFound as exc:
+            raise ResumeRefused(f"{exc}: there is no such run to resume") from exc
+        check_resumable(run, plan.spec)
+        changes = check_same_spec(run, given, plan.spec_hash,
+                                  allow_neutral=allow_neutral_changes)
+        return _Resumption(resume, changes)
     if plan.spec.training.checkpoint.resume != "auto":
         return None
     experiment = services.store.get_or_create_experiment(plan.spec.experiment_name)
     found = find_resumable(services.store, experiment.experiment_id, plan.spec, plan.spec_hash)
-    if found is not None:
-        log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
-    return found.run_id if found is not None else None
+    if found is None:
+        return None
+    log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
+    return _Resumption(found.run_id, spec_changes(found.params, given))
 
 
 def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle | str | None,
-              resume: str | None, run_id: str | None) -> RunHandle:
+              resumed: _Resumption | None, run_id: str | None) -> RunHandle:
     """The run this process records to: resumed, joined (`run_id` taken) or new."""
     spec = plan.spec
     common: dict[str, Any] = {
@@ -171,8 +205,8 @@ def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle 
         "tensorboard_dir": services.settings.tensorboard_dir if spec.tracking.tensorboard
         else None,
     }
-    if resume is not None:
-        return start_run(spec.experiment_name, resume=resume, **common)
+    if resumed is not None:
+        return start_run(spec.experiment_name, resume=resumed.run_id, **common)
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
                                    services.artifacts.run_uri(new_id))
