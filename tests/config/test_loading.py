@@ -114,3 +114,18 @@ def test_malformed_override(tmp_path):
     path = write(tmp_path, VALID)
     [message] = problems(path, ["training.epochs"])
     assert "override 'training.epochs': expected KEY.PATH=VALUE" in message
+
+
+def test_choice_words_yaml_reads_as_booleans_keep_their_meaning(tmp_path):
+    path = write(tmp_path, VALID.replace("training: {epochs: 2,",
+                                         "training: {progress: off, epochs: 2,"))
+    assert load_spec(path).training.progress == "off"
+    assert load_spec(write(tmp_path, VALID), ["training.progress=off"]).training.progress == "off"
+    assert load_spec(write(tmp_path, VALID), ["training.progress=OFF"]).training.progress == "off"
+
+
+def test_a_boolean_word_that_is_no_choice_of_the_field_is_still_refused(tmp_path):
+    path = write(tmp_path, VALID.replace("training: {epochs: 2,",
+                                         "training: {progress: on, epochs: 2,"))
+    [problem] = problems(path)
+    assert "training.progress" in problem and "'off'" in problem

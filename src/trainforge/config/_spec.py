@@ -6,7 +6,7 @@ Unknown keys are errors (`extra="forbid"`); required fields have no default.
 from __future__ import annotations
 
 import signal
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -22,9 +22,36 @@ from pydantic import (
 
 from trainforge.config._secrets import KEEP_CREDENTIALS, hide_secrets, revealed, without_secrets
 
+# The words YAML 1.1 reads as booleans, so `progress: off` arrives as False.
+_YAML_BOOLEAN_WORDS = {True: {"y", "yes", "on", "true"}, False: {"n", "no", "off", "false"}}
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _booleans_as_words(cls, data: Any) -> Any:
+        """A boolean given to a choice field that has a word YAML reads as that boolean
+        (`off`, `on`, `yes`, `no`) means that word."""
+        if not isinstance(data, dict):
+            return data
+        fixed = dict(data)
+        for name, value in data.items():
+            field = cls.model_fields.get(name)
+            if isinstance(value, bool) and field is not None:
+                words = [choice for choice in _choices(field.annotation)
+                         if choice.lower() in _YAML_BOOLEAN_WORDS[value]]
+                if len(words) == 1:
+                    fixed[name] = words[0]
+        return fixed
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The string values of a `Literal[...]` annotation (also inside `X | None`)."""
+    if get_origin(annotation) is Literal:
+        return [arg for arg in get_args(annotation) if isinstance(arg, str)]
+    return [choice for arg in get_args(annotation) for choice in _choices(arg)]
 
 
 class SplitSpec(_Section):
