@@ -17,16 +17,21 @@ $(PY):
 $(VENV)/torch-constraint.txt: | $(PY)
 	@$(PY) -c "import torch" 2>/dev/null || { start=$$(date +%s); \
 	  $(PIP) install torch==2.13.0 -c $(LOCK) && echo "torch took $$(($$(date +%s) - start)) s"; }
-	$(PY) -c "import torch; print('torch==' + torch.__version__)" > $@
+	$(PY) -W ignore -c "import torch; print('torch==' + torch.__version__)" > $@
+
+# The rest comes from uv, pinned by the lock: it fetches and unpacks in parallel (seconds where
+# pip takes a minute or two) and keeps the venv's torch, the only one the constraint admits.
+UV_INSTALL := $(VENV)/bin/uv pip install --python $(PY) -q -c $(LOCK) -b $(LOCK) \
+	-c $(VENV)/torch-constraint.txt
+SETUP = start=$$(date +%s); $(PIP) install uv -c $(LOCK) && $(UV_INSTALL) $(1) \
+	&& echo "setup took $$(($$(date +%s) - start)) s"
 
 $(VENV)/.setup: pyproject.toml $(LOCK) $(VENV)/torch-constraint.txt
-	@start=$$(date +%s); $(PIP) install -e . -c $(LOCK) -c $(VENV)/torch-constraint.txt \
-	  && echo "setup took $$(($$(date +%s) - start)) s"
+	@$(call SETUP,-e .)
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml $(LOCK) $(VENV)/torch-constraint.txt
-	@start=$$(date +%s); $(PIP) install -e ".[dev]" -c $(LOCK) -c $(VENV)/torch-constraint.txt \
-	  && echo "setup took $$(($$(date +%s) - start)) s"
+	@$(call SETUP,-e ".[dev]")
 	touch $@
 
 setup: $(VENV)/.setup
@@ -40,7 +45,7 @@ lock lock-upgrade: $(VENV)/.setup-dev
 	$(PY) -c "from importlib.metadata import requires; \
 	  print('\n'.join(r for r in requires('torch') if 'extra ==' not in r))" > $(VENV)/torch-requires.txt
 	echo 'torch; python_version < "0"' > $(VENV)/without-torch.txt
-	$(PY) -m uv pip compile pyproject.toml $(VENV)/torch-requires.txt --extra dev --universal \
+	$(VENV)/bin/uv pip compile pyproject.toml $(VENV)/torch-requires.txt --extra dev --universal \
 	  --python-version 3.10 --override $(VENV)/without-torch.txt --custom-compile-command "make lock" \
 	  --quiet -o $(LOCK) $(if $(filter lock-upgrade,$@),--upgrade)
 
@@ -50,7 +55,7 @@ demo: setup
 
 # The digits example: a CNN on scikit-learn's bundled 8x8 images (bf16-mixed, cosine, early stop).
 demo-digits: setup
-	$(PY) -c "import sklearn" 2>/dev/null || $(PIP) install "scikit-learn>=1.3" -c $(LOCK) -c $(VENV)/torch-constraint.txt
+	$(PY) -c "import sklearn" 2>/dev/null || $(UV_INSTALL) "scikit-learn>=1.3"
 	$(PY) examples/digits/prepare.py
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
