@@ -3,28 +3,51 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
+# Every dependency but torch, pinned (`make lock` writes it): installs resolve without
+# backtracking and give the same versions on every machine.
+LOCK := constraints.txt
 
-.PHONY: demo demo-digits test setup setup-dev bench-peers clean
+.PHONY: demo demo-digits test setup setup-dev lock lock-upgrade bench-peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # torch first, exactly the CPU build on this disk, unless the venv already has a torch; later
-# installs are constrained to that torch, so no resolver backtracking can swap in another build.
+# installs are constrained to that torch, so no resolver can swap in another build.
 $(VENV)/torch-constraint.txt: | $(PY)
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install torch==2.13.0
-	$(PY) -c "import torch; print('torch==' + torch.__version__)" > $@
+	@$(PY) -c "import torch" 2>/dev/null || { start=$$(date +%s); \
+	  $(PIP) install torch==2.13.0 -c $(LOCK) && echo "torch took $$(($$(date +%s) - start)) s"; }
+	$(PY) -W ignore -c "import torch; print('torch==' + torch.__version__)" > $@
 
-$(VENV)/.setup: pyproject.toml $(VENV)/torch-constraint.txt
-	$(PIP) install -e . -c $(VENV)/torch-constraint.txt
+# The rest comes from uv, pinned by the lock: it fetches and unpacks in parallel (seconds where
+# pip takes a minute or two) and keeps the venv's torch, the only one the constraint admits.
+UV_INSTALL := $(VENV)/bin/uv pip install --python $(PY) -q -c $(LOCK) -b $(LOCK) \
+	-c $(VENV)/torch-constraint.txt
+SETUP = start=$$(date +%s); $(PIP) install uv -c $(LOCK) && $(UV_INSTALL) $(1) \
+	&& echo "setup took $$(($$(date +%s) - start)) s"
+
+$(VENV)/.setup: pyproject.toml $(LOCK) $(VENV)/torch-constraint.txt
+	@$(call SETUP,-e .)
 	touch $@
 
-$(VENV)/.setup-dev: pyproject.toml $(VENV)/torch-constraint.txt
-	$(PIP) install -e ".[dev]" -c $(VENV)/torch-constraint.txt
+$(VENV)/.setup-dev: pyproject.toml $(LOCK) $(VENV)/torch-constraint.txt
+	@$(call SETUP,-e ".[dev]")
 	touch $@
 
 setup: $(VENV)/.setup
 setup-dev: $(VENV)/.setup-dev
+
+# The lock is resolved by uv for Python >= 3.10 on every platform (markers where they differ),
+# from pyproject's dependencies with the dev extra and the requirements of the venv's torch,
+# without torch itself: people keep their own torch build. `lock` keeps every pin it can (after
+# a change to pyproject.toml), `lock-upgrade` takes the newest releases.
+lock lock-upgrade: $(VENV)/.setup-dev
+	$(PY) -c "from importlib.metadata import requires; \
+	  print('\n'.join(r for r in requires('torch') if 'extra ==' not in r))" > $(VENV)/torch-requires.txt
+	echo 'torch; python_version < "0"' > $(VENV)/without-torch.txt
+	$(VENV)/bin/uv pip compile pyproject.toml $(VENV)/torch-requires.txt --extra dev --universal \
+	  --python-version 3.10 --override $(VENV)/without-torch.txt --custom-compile-command "make lock" \
+	  --quiet -o $(LOCK) $(if $(filter lock-upgrade,$@),--upgrade)
 
 demo: setup
 	$(PY) examples/fraud/generate.py --out examples/fraud/data
@@ -32,12 +55,13 @@ demo: setup
 
 # The digits example: a CNN on scikit-learn's bundled 8x8 images (bf16-mixed, cosine, early stop).
 demo-digits: setup
-	$(PY) -c "import sklearn" 2>/dev/null || $(PIP) install "scikit-learn>=1.3" -c $(VENV)/torch-constraint.txt
+	$(PY) -c "import sklearn" 2>/dev/null || $(UV_INSTALL) "scikit-learn>=1.3"
 	$(PY) examples/digits/prepare.py
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 # Peer tools (Lightning, MLflow) for the benchmarks' comparisons, in a venv of their own so they

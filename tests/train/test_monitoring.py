@@ -1,8 +1,7 @@
-"""Early stopping, progress output, the profiler trace, torch.compile, and a failed run."""
+"""Early stopping, the profiler trace, torch.compile, and a failed run."""
 
 import functools
 import json
-import logging
 import os
 
 import pytest
@@ -70,29 +69,6 @@ def test_trainer_stops_early_on_a_logged_metric():
 def test_early_stopping_on_a_metric_never_logged_is_an_error():
     with pytest.raises(TrainingError, match="early_stopping.metric: 'val_nope' was not logged"):
         make_trainer(early_stopping={"metric": "val_nope"}).fit()
-
-
-def test_plain_progress_logs_a_line_every_n_steps_and_per_epoch(caplog):
-    with caplog.at_level(logging.INFO, logger="trainforge.train"):
-        make_trainer(progress="plain", log_every_n_steps=5).fit()
-    lines = [r.getMessage() for r in caplog.records if r.name == "trainforge.train"]
-    assert len(lines) == 2 * (2 + 1)  # per epoch: steps 5 and 10, then the summary
-    assert lines[0].startswith("epoch 1/2 batch 5/10 step 5 train_loss=")
-    assert "samples_per_s=" in lines[0]
-    assert lines[2].startswith("epoch 1/2 train_loss_epoch=") and "val_loss=" in lines[2]
-
-
-def test_progress_bar_draws_on_stderr(capsys):
-    make_trainer(progress="bar", log_every_n_steps=5, epochs=1).fit()
-    err = capsys.readouterr().err
-    assert "epoch 1/1" in err and "loss" in err and "samples/s" in err
-
-
-def test_off_progress_is_silent(caplog, capsys):
-    with caplog.at_level(logging.INFO, logger="trainforge.train"):
-        make_trainer(progress="off").fit()
-    assert not [r for r in caplog.records if r.name == "trainforge.train"]
-    assert capsys.readouterr().err == ""
 
 
 class ArtifactRecorder(Recorder):

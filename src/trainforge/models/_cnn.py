@@ -43,4 +43,4 @@ def _image_shape(image_shape: Sequence[int], in_features: int) -> tuple[int, int
             f"model.kwargs.image_shape: {list(shape)} holds {shape[0] * shape[1] * shape[2]} "
             f"values, but each row has {in_features} features"
         )
-    return shape  # type: ignore[return-value]
+    return shape

@@ -4,9 +4,9 @@
     >>> result = Trainer(model, (x, y), (x_val, y_val), TrainingSpec(), task="binary").fit()
     ... # doctest: +SKIP
 
-Components (each built from its own `TrainingSpec` section): `make_precision`,
-`make_strategy`, `build_optimizer` / `LRSchedule` / `make_clipper`, `NanGuard`,
-`EarlyStopping`, `make_progress`; callbacks subclass `Callback`.
+Components (each built from its own `TrainingSpec` section): `make_precision` (a
+`Precision`), `make_strategy` (a `Strategy`), `build_optimizer` / `LRSchedule` /
+`make_clipper`, `NanGuard`, `EarlyStopping`, `make_progress`; callbacks subclass `Callback`.
 """
 
 from trainforge.train._batches import LoaderBatches, TensorBatches, make_batches
@@ -17,7 +17,7 @@ from trainforge.train._precision import Precision, make_precision
 from trainforge.train._profiler import ProfilerCallback
 from trainforge.train._progress import make_progress
 from trainforge.train._sinks import MetricSink, NullSink
-from trainforge.train._strategy import make_strategy, resolve_device
+from trainforge.train._strategy import Strategy, make_strategy, resolve_device
 from trainforge.train._trainer import (
     Trainer,
     TrainResult,
@@ -37,6 +37,7 @@ __all__ = [
     "NullSink",
     "Precision",
     "ProfilerCallback",
+    "Strategy",
     "TensorBatches",
     "TrainResult",
     "TrainState",

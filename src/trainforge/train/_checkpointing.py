@@ -33,7 +33,7 @@ from trainforge.errors import Preempted
 from trainforge.train._callbacks import Callback
 from trainforge.train._preemption import PreemptionSignals
 from trainforge.train._sinks import CheckpointSink
-from trainforge.train._strategy import SingleDevice
+from trainforge.train._strategy import Strategy
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager, is_due
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class Checkpointing(Callback):
     def __init__(
         self,
         policy: CheckpointSpec,
-        strategy: SingleDevice,
+        strategy: Strategy,
         location: str | Path | None,
         sink: object,
         *,

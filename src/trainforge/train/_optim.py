@@ -15,7 +15,7 @@ import torch
 from trainforge.config import ClipSpec, OptimizerSpec, ScheduleSpec
 from trainforge.errors import TrainingError
 
-Clipper = Callable[[Sequence[torch.Tensor], Optional[float]], None]
+Clipper = Callable[[list[torch.Tensor], Optional[float]], None]
 _OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 
 
@@ -127,7 +127,7 @@ def make_clipper(spec: ClipSpec | None) -> Clipper:
         return _no_clip
     limit = spec.max
     if spec.mode == "norm":
-        def clip_norm(grads: Sequence[torch.Tensor], norm: float | None) -> None:
+        def clip_norm(grads: list[torch.Tensor], norm: float | None) -> None:
             assert norm is not None, "the trainer reads the norm every step when clipping"
             coefficient = limit / (norm + 1e-6)
             if coefficient < 1.0:
@@ -135,12 +135,12 @@ def make_clipper(spec: ClipSpec | None) -> Clipper:
 
         return clip_norm
 
-    def clip_value(grads: Sequence[torch.Tensor], norm: float | None) -> None:
+    def clip_value(grads: list[torch.Tensor], norm: float | None) -> None:
         torch._foreach_clamp_min_(grads, -limit)
         torch._foreach_clamp_max_(grads, limit)
 
     return clip_value
 
 
-def _no_clip(grads: Sequence[torch.Tensor], norm: float | None) -> None:
+def _no_clip(grads: list[torch.Tensor], norm: float | None) -> None:
     """Clipping is off."""

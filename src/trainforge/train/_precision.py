@@ -1,4 +1,5 @@
-"""Numeric precision as one component: the autocast context, backward, unscale and step.
+"""Numeric precision as one component (`Precision`): the autocast context, backward, unscale
+and step.
 
 - `fp32`: no autocast.
 - `bf16-mixed`: autocast to bfloat16 on CPU or CUDA; weights and optimizer state stay fp32.
@@ -12,7 +13,7 @@ TF32 (`training.tf32`) is a CUDA switch for matmuls and convolutions; on CPU it 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ContextManager
+from typing import Any, ContextManager, Protocol
 
 import torch
 
@@ -22,7 +23,38 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
 _NO_AUTOCAST = contextlib.nullcontext()
 
 
-class Precision:
+class Precision(Protocol):
+    """The precision contract the trainer calls, in this order for each step: `autocast` around
+    forward and loss, `backward`, `unscale`, then `step`.
+
+    `AutocastPrecision` (fp32, bf16-mixed) and `ScaledPrecision` (fp16-mixed) satisfy it
+    structurally; `make_precision` picks one. `handles_overflow`: non-finite gradients are the
+    precision's business (it skips the step), so the trainer's NaN guard leaves them alone.
+    """
+
+    name: str
+    handles_overflow: bool
+
+    def autocast(self) -> ContextManager[Any]:
+        """The context the forward pass and the loss run in."""
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Backward from `loss` (scaled, where the precision scales it)."""
+
+    def unscale(self, optimizer: torch.optim.Optimizer) -> None:
+        """Make the gradients true gradients (before measuring or clipping them)."""
+
+    def step(self, optimizer: torch.optim.Optimizer) -> bool:
+        """Apply the gradients; False when the step was skipped."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of it (the loss scale); {} when nothing."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`."""
+
+
+class AutocastPrecision:
     """fp32 or bf16-mixed: autocast (or not) and plain backward and step."""
 
     handles_overflow = False
@@ -33,7 +65,6 @@ class Precision:
         self.dtype = dtype
 
     def autocast(self) -> ContextManager[Any]:
-        """The context the forward pass and the loss run in."""
         if self.dtype is None:
             return _NO_AUTOCAST
         return torch.autocast(self.device.type, dtype=self.dtype)
@@ -42,10 +73,9 @@ class Precision:
         loss.backward()
 
     def unscale(self, optimizer: torch.optim.Optimizer) -> None:
-        """Make the gradients true gradients (before measuring or clipping them)."""
+        pass
 
     def step(self, optimizer: torch.optim.Optimizer) -> bool:
-        """Apply the gradients; False when the step was skipped."""
         optimizer.step()
         return True
 
@@ -53,10 +83,10 @@ class Precision:
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Nothing to restore without a scaler."""
+        pass
 
 
-class ScaledPrecision(Precision):
+class ScaledPrecision(AutocastPrecision):
     """fp16-mixed: autocast to float16 with a dynamic loss scale (CUDA)."""
 
     handles_overflow = True
@@ -91,12 +121,12 @@ def make_precision(name: str, device: torch.device, tf32: bool = False) -> Preci
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
     if name == "fp32":
-        return Precision(name, device, None)
+        return AutocastPrecision(name, device, None)
     if name == "bf16-mixed":
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise TrainingError("training.precision: this CUDA device has no bfloat16 support; "
                                 "use 'fp16-mixed'")
-        return Precision(name, device, torch.bfloat16)
+        return AutocastPrecision(name, device, torch.bfloat16)
     if name == "fp16-mixed":
         if device.type != "cuda":
             raise TrainingError(

@@ -1,19 +1,25 @@
-"""Progress of training: a rich bar per epoch on a terminal, a log line every N steps otherwise.
+"""Progress of training: a rich bar per epoch on a terminal, a few plain lines otherwise.
 
 Only rank 0 shows progress. Updates come at the trainer's log steps (every
 `log_every_n_steps` optimizer steps), so the loop pays nothing per step for them. Output goes
 to stderr (the bar) or the `trainforge.train` logger (the lines), never to stdout, which
 `--json` output owns.
+
+Plain lines have their own cadence, apart from what is logged to the run: piped into a file
+or a CI log, a line per log step would be thousands of lines. They are the latest logged step
+metrics at most every `PLAIN_EVERY_S` seconds, and one summary line at each epoch's end.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 log = logging.getLogger("trainforge.train")
+PLAIN_EVERY_S = 30.0
 
 
 class Progress(Protocol):
@@ -47,19 +53,32 @@ class Silent:
 
 
 class LogLines(Silent):
-    """One plain log line per log step and one per epoch."""
+    """Plain log lines: the step metrics of a log step once `every_s` seconds have passed since
+    the epoch began or the latest line, and at each epoch's end its summary and duration.
+    `clock` gives seconds (monotonic)."""
+
+    def __init__(
+        self, every_s: float = PLAIN_EVERY_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._every_s = every_s
+        self._clock = clock
 
     def start_epoch(self, epoch: int, epochs: int, batches: int, done: int) -> None:
         self._label = f"epoch {epoch + 1}/{epochs}"
         self._batches = batches
+        self._started = self._last_line = self._clock()
 
     def update(self, done: int, step: int, metrics: Mapping[str, float]) -> None:
-        if log.isEnabledFor(logging.INFO):  # format only lines that will be written
-            log.info("%s batch %d/%d step %d %s", self._label, done, self._batches, step,
-                     format_metrics(metrics))
+        now = self._clock()
+        if now - self._last_line < self._every_s:
+            return
+        self._last_line = now
+        log.info("%s batch %d/%d step %d %s", self._label, done, self._batches, step,
+                 format_metrics(metrics))
 
     def end_epoch(self, metrics: Mapping[str, float]) -> None:
-        log.info("%s %s", self._label, format_metrics(metrics))
+        log.info("%s done in %.1fs %s", self._label, self._clock() - self._started,
+                 format_metrics(metrics))
 
 
 class RichBar(Silent):
@@ -82,7 +101,6 @@ class RichBar(Silent):
             TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
             console=self._console,
         )
-        self._task: int | None = None
 
     def start_epoch(self, epoch: int, epochs: int, batches: int, done: int) -> None:
         self._bar.start()  # a no-op once started
@@ -104,7 +122,8 @@ class RichBar(Silent):
 
 
 def make_progress(mode: str, is_rank_zero: bool) -> Progress:
-    """`training.progress`: auto (a bar on a terminal, lines otherwise), bar, plain or off."""
+    """`training.progress`: auto (a bar on a terminal, plain lines otherwise), bar, plain or
+    off."""
     if mode == "off" or not is_rank_zero:
         return Silent()
     if mode == "bar" or (mode == "auto" and sys.stderr.isatty()):

@@ -23,7 +23,7 @@ import contextlib
 import copy
 import math
 import os
-from typing import Any, ContextManager
+from typing import Any, ContextManager, Protocol
 
 import torch
 import torch.distributed as dist
@@ -53,6 +53,65 @@ def _norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
     return list(torch._foreach_norm(grads)) if grads else []
 
 
+class Strategy(Protocol):
+    """Where training runs: the contract the trainer and checkpointing call (rules above).
+
+    `SingleDevice`, `DDPStrategy` and `FSDPStrategy` satisfy it structurally; `make_strategy`
+    picks one. `rank` and `world_size` are fixed once built; `device` is this process's device.
+    """
+
+    name: str
+    device: torch.device
+    rank: int
+    world_size: int
+
+    @property
+    def is_rank_zero(self) -> bool:
+        """Whether this process reports (to the run, the progress, the checkpoint files)."""
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        """The model as the training step calls it (moved to the device, wrapped, sharded)."""
+
+    def export(self, model: nn.Module) -> nn.Module:
+        """A plain module holding the full trained weights (every rank calls this)."""
+
+    def sync_gradients(self, enabled: bool) -> ContextManager[Any]:
+        """Context of one micro-batch's backward; `enabled=False` defers the gradient sync."""
+
+    def loss_value(self, loss: torch.Tensor) -> float:
+        """The step's loss, the mean over ranks (NaN or Inf when any rank's is)."""
+
+    def step_values(self, loss: torch.Tensor, grads: list[torch.Tensor]) -> tuple[float, float]:
+        """The step's loss (as `loss_value`) and the 2-norm of all gradients together, read from
+        the device in one transfer; the norm is NaN or Inf when any gradient is."""
+
+    def grad_norm(self, grads: list[torch.Tensor]) -> float:
+        """The 2-norm of all gradients together (over every rank's shards)."""
+
+    def reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The sum of `tensor` over ranks; `tensor` itself is left as it is."""
+
+    def reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The mean of `tensor` over ranks; `tensor` itself is left as it is."""
+
+    def barrier(self) -> None:
+        """Wait until every rank got here."""
+
+    def model_state(self, model: nn.Module) -> dict[str, Any]:
+        """The model's full state, as a checkpoint holds it."""
+
+    def load_model_state(self, model: nn.Module, state: dict[str, Any]) -> None:
+        """Load a full state from `model_state` into the (wrapped) model."""
+
+    def optimizer_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """The optimizer's full state, as a checkpoint holds it."""
+
+    def load_optimizer_state(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]
+    ) -> None:
+        """Load a full state from `optimizer_state` into the optimizer."""
+
+
 class SingleDevice:
     """One process on one device: nothing to wrap, nothing to communicate."""
 
@@ -68,29 +127,22 @@ class SingleDevice:
         return self.rank == 0
 
     def wrap(self, model: nn.Module) -> nn.Module:
-        """The model as the training step calls it (moved to the device)."""
         return model.to(self.device)
 
     def export(self, model: nn.Module) -> nn.Module:
-        """A plain module holding the full trained weights (every rank calls this)."""
         return model
 
     def sync_gradients(self, enabled: bool) -> ContextManager[Any]:
-        """Context of one micro-batch's backward; `enabled=False` defers the gradient sync."""
         return _NO_CONTEXT
 
     def loss_value(self, loss: torch.Tensor) -> float:
-        """The step's loss, the mean over ranks (NaN or Inf when any rank's is)."""
         return loss.item()
 
     def step_values(self, loss: torch.Tensor, grads: list[torch.Tensor]) -> tuple[float, float]:
-        """The step's loss (as `loss_value`) and the 2-norm of all gradients together, read from
-        the device in one transfer; the norm is NaN or Inf when any gradient is."""
         values = torch.stack([loss.detach(), *_norms(grads)]).tolist()
         return values[0], math.sqrt(sum(v * v for v in values[1:]))
 
     def grad_norm(self, grads: list[torch.Tensor]) -> float:
-        """The 2-norm of all gradients together."""
         return math.sqrt(sum(v * v for v in torch.stack(_norms(grads)).tolist())) if grads else 0.0
 
     def reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -100,7 +152,7 @@ class SingleDevice:
         return tensor
 
     def barrier(self) -> None:
-        """Wait until every rank got here."""
+        pass
 
     def model_state(self, model: nn.Module) -> dict[str, Any]:
         return model.state_dict()
@@ -262,7 +314,7 @@ def fsdp2() -> Any:
     return fully_shard
 
 
-def make_strategy(name: str, device_name: str) -> SingleDevice:
+def make_strategy(name: str, device_name: str) -> Strategy:
     """The strategy of `training.strategy` on the device of `training.device`."""
     device = resolve_device(device_name)
     if name == "single":

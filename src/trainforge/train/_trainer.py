@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -45,12 +45,12 @@ from trainforge.train._callbacks import Callback, CallbackList
 from trainforge.train._checkpointing import Checkpointing
 from trainforge.train._monitors import EarlyStopping, NanGuard, NoEarlyStopping, Throughput
 from trainforge.train._optim import LRSchedule, build_optimizer, make_clipper
-from trainforge.train._precision import make_precision
+from trainforge.train._precision import Precision, make_precision
 from trainforge.train._profiler import ProfilerCallback
 from trainforge.train._progress import make_progress
 from trainforge.train._reproducibility import seed_everything, use_deterministic_algorithms
 from trainforge.train._sinks import MetricSink, NullSink, TagSink
-from trainforge.train._strategy import make_strategy
+from trainforge.train._strategy import Strategy, make_strategy
 from trainforge.train.checkpoint import capture_rng_state, restore_rng_state
 
 EVAL_BATCH_ROWS = 1024
@@ -134,12 +134,13 @@ class Trainer:
         seed_everything(config.seed)
         if config.deterministic:
             use_deterministic_algorithms()
-        self.strategy = make_strategy(config.strategy, config.device)
+        self.strategy: Strategy = make_strategy(config.strategy, config.device)
         self.device = self.strategy.device
-        self.precision = make_precision(config.precision, self.device, config.tf32)
+        self.precision: Precision = make_precision(config.precision, self.device, config.tf32)
         self.module = model
         wrapped = self.strategy.wrap(model)
-        self.model = torch.compile(wrapped) if config.compile else wrapped
+        # torch.compile of a module is a module (OptimizedModule); its stubs say "a callable".
+        self.model = cast(nn.Module, torch.compile(wrapped)) if config.compile else wrapped
         self.sink: MetricSink = run if run is not None and self.is_rank_zero else NullSink()
         self._build_data(train_data, val_data)
         self._build_numerics()

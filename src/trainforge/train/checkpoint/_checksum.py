@@ -14,11 +14,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 import xxhash
 
-HASHES = {"xxh3_128": xxhash.xxh3_128, "sha256": hashlib.sha256}
+
+class _Hash(Protocol):
+    """What xxhash's and hashlib's hash objects have in common."""
+
+    def update(self, data: memoryview | bytes, /) -> None: ...
+
+    def digest(self) -> bytes: ...
+
+    def hexdigest(self) -> str: ...
+
+
+HASHES: dict[str, Callable[..., _Hash]] = {"xxh3_128": xxhash.xxh3_128, "sha256": hashlib.sha256}
 DEFAULT_HASH = "xxh3_128"
 CHUNK_BYTES = 64 << 20
 

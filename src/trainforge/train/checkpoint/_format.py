@@ -147,12 +147,15 @@ def write_checkpoint(
 def scan(storage: Storage) -> Scan:
     """Every `step-*` folder of the location, sorted by step; cheap: manifests and sizes only."""
     by_dir: dict[str, dict[str, int]] = {}
+    steps: dict[str, int] = {}
     for path, size in storage.list_files().items():
         folder, file_name = path.split("/", 1)
-        if step_of(folder) is not None:
+        step = step_of(folder)
+        if step is not None:
+            steps[folder] = step
             by_dir.setdefault(folder, {})[file_name] = size
     valid, invalid, unfinished = [], {}, []
-    for folder in sorted(by_dir, key=step_of):
+    for folder in sorted(by_dir, key=steps.__getitem__):
         if MANIFEST not in by_dir[folder]:
             unfinished.append(folder)
             reason = f"no {MANIFEST} (an interrupted save or deletion)"
@@ -291,7 +294,7 @@ def _raw_bytes(tensor: torch.Tensor) -> memoryview:
     """The memory of a contiguous CPU tensor, without a copy."""
     if tensor.numel() == 0:
         return memoryview(b"")
-    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy())
+    return tensor.reshape(-1).view(torch.uint8).numpy().data
 
 
 def _state_document(tree: Any) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -208,7 +209,7 @@ class CheckpointManager:
 
     def gc(
         self, keep_last: int | None = None, keep_best: int | None = None
-    ) -> list[CheckpointInfo]:
+    ) -> builtins.list[CheckpointInfo]:  # `list` is the method above, in this class's scope
         """Apply retention now (defaults: the policy's); return what was deleted.
 
         Keeps the `keep_last` newest and the `keep_best` best by `policy.monitor`; the best are

@@ -32,7 +32,9 @@ def is_due(
     if policy.every_n_steps and step > 0 and step % policy.every_n_steps == 0:
         return True
     minutes = policy.every_n_minutes
-    return bool(minutes) and elapsed - last_elapsed >= minutes * 60
+    if not minutes:
+        return False
+    return elapsed - last_elapsed >= minutes * 60
 
 
 def select_deletions(
@@ -56,8 +58,8 @@ def select_deletions(
         return []
     by_step = sorted(checkpoints, key=lambda c: c.step)
     keep = {c.step for c in by_step[-keep_last:]} if keep_last > 0 else set()
-    ranked = [c for c in by_step if monitor and c.metrics.get(monitor) is not None]
     sign = 1.0 if mode == "min" else -1.0
-    ranked.sort(key=lambda c: (sign * c.metrics[monitor], -c.step))
-    keep |= {c.step for c in ranked[:keep_best]}
+    scores = {c.step: sign * value for c in by_step
+              if monitor and (value := c.metrics.get(monitor)) is not None}
+    keep |= set(sorted(scores, key=lambda step: (scores[step], -step))[:keep_best])
     return [c for c in by_step if c.step not in keep]
