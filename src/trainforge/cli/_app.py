@@ -28,7 +28,13 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.orchestration import StepEvent
-from trainforge.pipeline import Launch, launch_pipeline, load_checked_spec, run_pipeline
+from trainforge.pipeline import (
+    Launch,
+    PipelineResult,
+    launch_pipeline,
+    load_checked_spec,
+    run_pipeline,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
@@ -106,6 +112,7 @@ def run(
                      "--nproc-per-node", 2)
     if not as_json:
         _setup_logging()
+    result: PipelineResult | None
     try:
         if nproc_per_node is None:
             result = run_pipeline(spec, overrides or [], settings=_context.settings(),

@@ -306,7 +306,7 @@ class TrainingSpec(_Section):
     pos_weight: PositiveFloat | None = Field(None, description="binary task: weight of positives")
     log_every_n_steps: PositiveInt = 50
     progress: Literal["auto", "bar", "plain", "off"] = Field(
-        "auto", description="auto: a bar on a terminal, a log line every N steps otherwise"
+        "auto", description="auto: a bar on a terminal, else plain lines (every 30 s and per epoch)"
     )
     profiler: ProfilerSpec = ProfilerSpec()
     checkpoint: CheckpointSpec = CheckpointSpec()

@@ -21,10 +21,10 @@ def gate_metric_names(task: str) -> list[str]:
 
 def check_spec(spec: PipelineSpec, source: str | Path) -> None:
     """Raise SpecError listing every cross-field problem, each naming the field path."""
+    stopping = spec.training.early_stopping
     problems = [*_check_target(spec), *_check_gates(spec), *_check_model(spec),
                 *_check_logged_metric(spec, "training.early_stopping.metric",
-                                      spec.training.early_stopping and
-                                      spec.training.early_stopping.metric),
+                                      stopping.metric if stopping else None),
                 *_check_logged_metric(spec, "training.checkpoint.monitor",
                                       spec.training.checkpoint.monitor)]
     if problems:
