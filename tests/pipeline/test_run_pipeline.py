@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 import socket
 
+import pytest
 from home import home_store
 
 from trainforge.config import load_spec
 from trainforge.entities import RunStatus
+from trainforge.errors import SpecError
 from trainforge.pipeline import plan_pipeline, run_pipeline
 from trainforge.tracking import start_run
-from trainforge.train import Callback
+from trainforge.train import Callback, process_group
 
 ONE_EPOCH = ["training.epochs=1"]
 
@@ -74,3 +76,18 @@ def test_resume_auto_finds_an_abandoned_run_whatever_its_resume_mode_and_cadence
     store.end_run(first, RunStatus.FAILED, "killed")
     other = run_pipeline(path, ["training.epochs=2", "training.checkpoint.resume=auto"])
     assert other.run.run_id != first  # a different spec trains something else: a new run
+
+
+def test_a_distributed_strategy_in_this_process_needs_the_entry_points_process_group(
+    fraud_project, monkeypatch
+):
+    path = fraud_project / "pipeline.yaml"
+    with pytest.raises(SpecError, match=r"training.strategy: 'ddp' trains in a process group"):
+        run_pipeline(path, ["training.strategy=ddp", *ONE_EPOCH])
+    assert home_store().list_runs() == []
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with process_group("cpu"):  # a group of one, joined by this test as an entry point
+        result = run_pipeline(path, ["training.strategy=ddp", *ONE_EPOCH])
+    assert result.run.status is RunStatus.COMPLETED
+    assert result.run.tags["trainer"]["strategy"] == "ddp"

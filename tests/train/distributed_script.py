@@ -17,7 +17,7 @@ import torch.distributed.fsdp as fsdp
 
 from trainforge.config import ModelSpec, TrainingSpec
 from trainforge.models import build_model
-from trainforge.train import Trainer, make_strategy
+from trainforge.train import Trainer, make_strategy, process_group
 
 ROWS, FEATURES, BATCH_PER_RANK = 256, 6, 16
 FSDP2 = hasattr(fsdp, "fully_shard")  # public since torch 2.6
@@ -75,10 +75,12 @@ def collectives() -> dict:
 
 
 def main(out: str) -> None:
-    results = {name: train_case(*case, BATCH_PER_RANK) for name, case in CASES.items()
-               if case[0] != "fsdp" or FSDP2}
-    results["collectives"] = collectives()
-    if torch.distributed.get_rank() == 0:
+    with process_group("cpu"):  # this script is the workers' entry point
+        results = {name: train_case(*case, BATCH_PER_RANK) for name, case in CASES.items()
+                   if case[0] != "fsdp" or FSDP2}
+        results["collectives"] = collectives()
+        rank = torch.distributed.get_rank()
+    if rank == 0:
         with open(out, "w") as fh:
             json.dump(results, fh)
 

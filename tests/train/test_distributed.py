@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from trainforge.errors import TrainingError
-from trainforge.train import make_strategy
+from trainforge.train import make_strategy, process_group
 
 SCRIPT = Path(__file__).with_name("distributed_script.py")
 WORLD = 2
@@ -58,11 +58,20 @@ def test_strategy_collectives_span_the_ranks(torchrun_results):
     assert torchrun_results["collectives"] == {"mean_of_ranks": 0.5, "world_size": WORLD}
 
 
-def test_ddp_without_torchrun_runs_as_a_group_of_one(monkeypatch):
+def test_ddp_without_torchrun_runs_as_a_group_of_one_the_entry_point_joins(monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    strategy = make_strategy("ddp", "cpu")
-    assert (strategy.rank, strategy.world_size, strategy.device.type) == (0, 1, "cpu")
-    assert dist.get_backend() == "gloo"
+    with process_group("cpu") as device:
+        strategy = make_strategy("ddp", "cpu")
+        assert (strategy.rank, strategy.world_size, strategy.device) == (0, 1, device)
+        assert dist.get_backend() == "gloo"
+    assert not dist.is_initialized()  # left when the entry point's block ends
+
+
+@pytest.mark.parametrize("name", ["ddp", "fsdp"])
+def test_a_distributed_strategy_without_a_process_group_says_how_to_get_one(name):
+    assert not dist.is_initialized()
+    with pytest.raises(TrainingError, match=rf"'{name}' needs a process group: run it through"):
+        make_strategy(name, "cpu")
 
 
 def test_unknown_strategy_is_an_error():

@@ -2,6 +2,7 @@
 deterministic mode."""
 
 import math
+import random
 
 import numpy as np
 import pytest
@@ -188,13 +189,7 @@ def test_on_nan_skip_skips_every_step_with_a_poisoned_row():
     assert all(torch.isfinite(p).all() for p in result.model.parameters())
 
 
-@pytest.fixture
-def deterministic_switch():
-    yield
-    torch.use_deterministic_algorithms(False)
-
-
-def test_deterministic_mode_gives_bit_identical_losses_and_is_recorded(deterministic_switch):
+def test_deterministic_mode_gives_bit_identical_losses_and_is_recorded():
     class TaggedRecorder(Recorder):
         tags: dict = {}
 
@@ -205,9 +200,39 @@ def test_deterministic_mode_gives_bit_identical_losses_and_is_recorded(determini
     for recorder in runs:
         make_trainer(model=model_for("binary", dropout=0.3), deterministic=True,
                      log_every_n_steps=1, recorder=recorder).fit()
-    assert torch.are_deterministic_algorithms_enabled()
+    assert not torch.are_deterministic_algorithms_enabled()  # the switch is the fit's only
     first, second = ([v.hex() for v in r.values("train_loss")] for r in runs)
     assert first == second and len(first) == 20
     assert runs[0].tags["trainer"]["deterministic"] is True
     assert runs[0].tags["trainer"] | {"seed": 0, "precision": "fp32", "world_size": 1} == \
         runs[0].tags["trainer"]
+
+
+def test_building_and_fitting_a_trainer_leaves_the_process_generators_alone():
+    model = model_for("binary", dropout=0.3)  # its initial weights come from the process's
+    seed_process(123)
+    expected = (random.random(), np.random.rand(), torch.rand(1).item())
+    seed_process(123)
+    make_trainer(model=model, deterministic=True).fit()
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+
+
+def seed_process(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def test_a_second_fit_continues_the_trainers_random_stream():
+    """Two fits of one epoch each draw what one fit of two epochs draws (dropout included)."""
+    once = Recorder()
+    make_trainer(model=model_for("binary", dropout=0.3), epochs=2, log_every_n_steps=1,
+                 recorder=once).fit()
+    twice = Recorder()
+    trainer = make_trainer(model=model_for("binary", dropout=0.3), epochs=1,
+                           log_every_n_steps=1, recorder=twice)
+    trainer.fit()
+    trainer.config = trainer.config.model_copy(update={"epochs": 2})
+    trainer.fit()
+    assert [v.hex() for v in twice.values("train_loss")] == [
+        v.hex() for v in once.values("train_loss")]

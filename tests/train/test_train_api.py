@@ -9,6 +9,7 @@ def test_train_exports_exactly_its_public_api():
         "NullSink", "Precision", "ProfilerCallback", "Strategy", "TensorBatches", "TrainResult",
         "TrainState", "Trainer", "build_optimizer", "infer_task", "load_weights",
         "logged_metric_names", "lr_factor", "make_batches", "make_clipper", "make_loss",
-        "make_precision", "make_progress", "make_strategy", "resolve_device", "save_weights",
+        "make_precision", "make_progress", "make_strategy", "process_group", "resolve_device",
+        "save_weights",
     ]
     assert all(hasattr(train, name) for name in train.__all__)

@@ -43,6 +43,7 @@ from trainforge.pipeline._run import PipelineResult, PipelineServices, run_track
 from trainforge.registry import GateResult
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle
+from trainforge.train import process_group
 
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 RESULT_FILE_ENV = "TRAINFORGE_RESULT_FILE"
@@ -197,17 +198,17 @@ def run_worker(path: str, overrides: list[str]) -> None:
         raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
                             "--nproc-per-node N`")
     services = PipelineServices.open()
-    if int(os.environ.get("RANK", "0")) != 0:
-        dag = plan.dag(registry=None)
-        run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
-        return
-    dag = plan.dag(services.store)
-    handle = RunHandle.attach(services.store, run_id, services.artifacts,
-                              settings=services.settings)
-    try:
-        values = run_dag(dag, {"run": handle}, _log_step_event)
-    finally:
-        handle.close()
+    with process_group(plan.spec.training.device):
+        if int(os.environ.get("RANK", "0")) != 0:
+            dag = plan.dag(registry=None)
+            run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
+            return
+        handle = RunHandle.attach(services.store, run_id, services.artifacts,
+                                  settings=services.settings)
+        try:
+            values = run_dag(plan.dag(services.store), {"run": handle}, _log_step_event)
+        finally:
+            handle.close()
     _write_result(Path(os.environ[RESULT_FILE_ENV]), values)
 
 

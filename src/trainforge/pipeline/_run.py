@@ -28,11 +28,12 @@ from trainforge.errors import (
     ResumeRefused,
     RunFailed,
     RunPreempted,
+    SpecError,
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import StepListener, run_dag
-from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
+from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
 from trainforge.pipeline._resume import (
     SpecChange,
     check_resumable,
@@ -112,8 +113,11 @@ def run_pipeline(
     their values (`evaluation`, `gate`, `model_version`); by default the DAG runs in this
     process (`launch_pipeline` passes one that starts torchrun workers instead).
     """
+    plan = plan_pipeline(spec, overrides)
+    if execute is None:
+        _check_process_group(plan)
     result = run_tracked(
-        plan_pipeline(spec, overrides), PipelineServices.open(settings, store, artifacts),
+        plan, PipelineServices.open(settings, store, artifacts),
         listener=listener, callbacks=callbacks, parent=parent, resume=resume,
         allow_neutral_changes=allow_neutral_changes, execute=execute,
     )
@@ -163,6 +167,19 @@ def run_tracked(
         gate=values["gate"],
         model_version=values["model_version"],
     )
+
+
+def _check_process_group(plan: PipelinePlan) -> None:
+    """`SpecError`, before any run exists, for a ddp/fsdp spec run in this process without the
+    process group its entry point must join."""
+    import torch.distributed as dist
+
+    strategy = plan.spec.training.strategy
+    if strategy != "single" and not dist.is_initialized():
+        raise SpecError([
+            f"{plan.source or SPEC_OBJECT}: training.strategy: {strategy!r} trains in a process "
+            "group: run `trainforge run SPEC --nproc-per-node N`, or call run_pipeline inside "
+            "`with trainforge.train.process_group():`"])
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from trainforge.train._precision import Precision, make_precision
 from trainforge.train._profiler import ProfilerCallback
 from trainforge.train._progress import make_progress
 from trainforge.train._sinks import MetricSink, NullSink
-from trainforge.train._strategy import Strategy, make_strategy, resolve_device
+from trainforge.train._strategy import Strategy, make_strategy, process_group, resolve_device
 from trainforge.train._trainer import (
     Trainer,
     TrainResult,
@@ -53,6 +53,7 @@ __all__ = [
     "make_precision",
     "make_progress",
     "make_strategy",
+    "process_group",
     "resolve_device",
     "save_weights",
 ]

@@ -5,10 +5,12 @@ the few collective operations the trainer needs (each step's loss and gradient n
 ranks, means of metrics, gradient synchronisation during accumulation, a barrier).
 
 Rules:
-- the process group uses NCCL on CUDA and gloo on CPU. It is joined from torchrun's environment
-  (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); without that environment, `ddp` and
-  `fsdp` run as a group of one process. A group this module creates is destroyed at exit;
-- on CUDA each process uses device `cuda:LOCAL_RANK`;
+- the process group is the entry point's to join: `process_group(device)` (a torchrun worker,
+  the CLI, a user's script) joins it from torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK,
+  MASTER_ADDR, MASTER_PORT), or without that environment makes a group of one process, and
+  leaves it when the block ends; NCCL on CUDA, gloo on CPU. `ddp` and `fsdp` strategies use the
+  group they find and refuse to start without one;
+- on CUDA each process uses device `cuda:LOCAL_RANK` (made current by `process_group`);
 - methods that communicate must be called by every rank in the same order; the trainer does,
   since every rank runs the same number of steps;
 - `fsdp` shards each direct child of the model that holds parameters, then the model
@@ -18,11 +20,11 @@ Rules:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import copy
 import math
 import os
+from collections.abc import Iterator
 from typing import Any, ContextManager, Protocol
 
 import torch
@@ -175,7 +177,13 @@ class _ProcessGroup(SingleDevice):
     grads_sharded = False  # True when each rank holds a shard of every gradient (FSDP)
 
     def __init__(self, device: torch.device) -> None:
-        super().__init__(_join_process_group(device))
+        if not dist.is_initialized():
+            raise TrainingError(
+                f"training.strategy: {self.name!r} needs a process group: run it through "
+                "`trainforge run SPEC --nproc-per-node N`, or join one in your script with "
+                "`with trainforge.train.process_group(): ...` (torchrun's environment, or a "
+                "group of one process without it)")
+        super().__init__(_rank_device(device))
         self.rank = dist.get_rank()
         self.world_size = dist.get_world_size()
 
@@ -326,25 +334,34 @@ def make_strategy(name: str, device_name: str) -> Strategy:
     raise TrainingError(f"training.strategy: expected one of {', '.join(STRATEGIES)}, got {name!r}")
 
 
-def _join_process_group(device: torch.device) -> torch.device:
-    """This process's device in the (joined or created) default process group."""
+@contextlib.contextmanager
+def process_group(device_name: str = "auto") -> Iterator[torch.device]:
+    """Join the default process group for the block (entry points only); yields this rank's
+    device. Inside torchrun it joins the job's group, elsewhere it makes a group of one; a
+    group already joined is used as it is and left alone."""
+    device = _rank_device(resolve_device(device_name))
     if device.type == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     if dist.is_initialized():
-        return device
+        yield device
+        return
     backend = "nccl" if device.type == "cuda" else "gloo"
     if "WORLD_SIZE" in os.environ:
         dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)
     else:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
-    atexit.register(_leave_process_group)
+    try:
+        yield device
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _rank_device(device: torch.device) -> torch.device:
+    """This rank's device: `cuda:LOCAL_RANK` on CUDA."""
+    if device.type == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     return device
-
-
-def _leave_process_group() -> None:
-    if dist.is_initialized():
-        dist.destroy_process_group()
 
 
 @contextlib.contextmanager

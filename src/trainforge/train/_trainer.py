@@ -48,10 +48,9 @@ from trainforge.train._optim import LRSchedule, build_optimizer, make_clipper
 from trainforge.train._precision import Precision, make_precision
 from trainforge.train._profiler import ProfilerCallback
 from trainforge.train._progress import make_progress
-from trainforge.train._reproducibility import seed_everything, use_deterministic_algorithms
+from trainforge.train._reproducibility import TrainerRandomness
 from trainforge.train._sinks import MetricSink, NullSink, TagSink
 from trainforge.train._strategy import Strategy, make_strategy
-from trainforge.train.checkpoint import capture_rng_state, restore_rng_state
 
 EVAL_BATCH_ROWS = 1024
 STATE_KEYS = ("model", "optimizer", "scheduler", "scaler", "rng", "data", "trainer")
@@ -131,9 +130,7 @@ class Trainer:
         self.config = config = config or TrainingSpec()
         self.task = task or infer_task(train_data)
         self.evaluation = evaluation or EvaluationSpec()
-        seed_everything(config.seed)
-        if config.deterministic:
-            use_deterministic_algorithms()
+        self.randomness = TrainerRandomness(config.seed, config.deterministic)
         self.strategy: Strategy = make_strategy(config.strategy, config.device)
         self.device = self.strategy.device
         self.precision: Precision = make_precision(config.precision, self.device, config.tf32)
@@ -204,21 +201,22 @@ class Trainer:
     def fit(self) -> TrainResult:
         """Train from the current state until `epochs`, early stopping or a callback's stop."""
         started = time.perf_counter()
-        self._begin_fit()
-        self.callbacks.on_fit_start(self)
-        try:
-            while self.state.epoch < self.config.epochs and not self.state.should_stop:
-                self.callbacks.on_epoch_start(self)
-                if not self._train_epoch():  # 1. optimizer steps over the epoch's batches
-                    break  # a callback stopped training mid-epoch
-                self._end_epoch()  # 2. last step log, validation, early stopping
-                self.callbacks.on_epoch_end(self)
-        except BaseException as error:
-            self.callbacks.on_exception(self, error)
-            raise
-        finally:
-            self.progress.close()
-        self.callbacks.on_fit_end(self)
+        with self.randomness.active():  # the trainer's seeded generators, not the process's
+            self._begin_fit()
+            self.callbacks.on_fit_start(self)
+            try:
+                while self.state.epoch < self.config.epochs and not self.state.should_stop:
+                    self.callbacks.on_epoch_start(self)
+                    if not self._train_epoch():  # 1. optimizer steps over the epoch's batches
+                        break  # a callback stopped training mid-epoch
+                    self._end_epoch()  # 2. last step log, validation, early stopping
+                    self.callbacks.on_epoch_end(self)
+            except BaseException as error:
+                self.callbacks.on_exception(self, error)
+                raise
+            finally:
+                self.progress.close()
+            self.callbacks.on_fit_end(self)
         return self._result(time.perf_counter() - started)
 
     def _train_epoch(self) -> bool:
@@ -396,7 +394,7 @@ class Trainer:
             "optimizer": self.strategy.optimizer_state(self.module, self.optimizer),
             "scheduler": self.schedule.state_dict(),
             "scaler": self.precision.state_dict(),
-            "rng": capture_rng_state(),
+            "rng": self.randomness.state(),
             "data": {"epoch": state.epoch, "batch": state.batch, "seed": self.config.seed},
             "trainer": trainer,
         }
@@ -420,7 +418,7 @@ class Trainer:
         self._window = [float(v) for v in trainer["window_losses"]]
         self.history = [dict(h) for h in trainer["history"]]
         self._latest = {str(k): float(v) for k, v in trainer.get("latest", {}).items()}
-        restore_rng_state(state["rng"])
+        self.randomness.load(state["rng"])
 
 
 def _windows(batches: Iterable[Batch], size: int) -> Iterator[tuple[Batch, ...]]:
