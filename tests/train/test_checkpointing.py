@@ -14,7 +14,7 @@ from train_helpers import Recorder, make_trainer, model_for
 from trainforge.entities import RunStatus
 from trainforge.errors import Preempted
 from trainforge.tracking import start_run
-from trainforge.train import Callback, make_batches
+from trainforge.train import Callback, PreemptionNotice, make_batches
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 
 # blobs("binary"): 300 training rows; batch 32 → 10 steps per epoch
@@ -115,10 +115,12 @@ def test_resume_without_a_checkpoint_starts_from_the_beginning(tmp_path):
 
 def test_a_preemption_signal_saves_at_the_next_step_and_stops(tmp_path):
     previous = signal.getsignal(signal.SIGUSR1)
+    notice = PreemptionNotice(["SIGUSR1"])
     trainer = make_trainer(model=dropout_model(), checkpoint_dir=tmp_path,
                            callbacks=[RaiseAt(7, signum=signal.SIGUSR1)], **SETUP,
-                           checkpoint={"preempt_on": ["SIGUSR1"], "every_n_steps": 5})
-    with pytest.raises(Preempted) as info:
+                           checkpoint={"every_n_steps": 5}, preemption=notice)
+    assert signal.getsignal(signal.SIGUSR1) is previous  # building a trainer installs nothing
+    with notice.installed(), pytest.raises(Preempted) as info:  # this test is the entry point
         trainer.fit()
     assert (info.value.signal, info.value.step) == ("SIGUSR1", 7)
     assert str(info.value) == "preempted by SIGUSR1 after step 7 (checkpoint saved)"
@@ -133,11 +135,27 @@ def test_a_preemption_signal_saves_at_the_next_step_and_stops(tmp_path):
 
 
 def test_a_preemption_without_a_location_stops_without_a_checkpoint():
+    notice = PreemptionNotice(["SIGUSR1"])
     trainer = make_trainer(callbacks=[RaiseAt(3, signum=signal.SIGUSR1)], **SETUP,
-                           checkpoint={"preempt_on": ["SIGUSR1"]})
-    with pytest.raises(Preempted) as info:
+                           preemption=notice)
+    with notice.installed(), pytest.raises(Preempted) as info:
         trainer.fit()
     assert info.value.step is None and str(info.value) == "preempted by SIGUSR1"
+
+
+def test_a_signal_outside_training_gets_its_previous_handling():
+    seen = []
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: seen.append(number))
+    try:
+        notice = PreemptionNotice(["SIGUSR1"])
+        with notice.installed():
+            os.kill(os.getpid(), signal.SIGUSR1)  # installed, not armed: no trainer fits
+            assert seen == [signal.SIGUSR1] and notice.requested is None
+            notice.arm()
+            os.kill(os.getpid(), signal.SIGUSR1)
+            assert seen == [signal.SIGUSR1] and notice.requested == "SIGUSR1"
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
 
 
 def test_a_tracked_run_records_checkpoints_and_drops_points_a_resume_logs_again(

@@ -71,10 +71,12 @@ def model_for(task: str, hidden=(16,), dropout: float = 0.0, features: int = 4, 
 
 
 def make_trainer(task: str = "binary", data=None, recorder=None, callbacks=(), model=None,
-                 checkpoint_dir=None, resume: bool = False, **training) -> Trainer:
+                 checkpoint_dir=None, resume: bool = False, preemption=None,
+                 **training) -> Trainer:
     """A CPU trainer on `blobs(task)`; `training` overrides TrainingSpec fields."""
     train, val = data or blobs(task)
     settings = {"epochs": 2, "batch_size": 32, "seed": 0, "device": "cpu", "progress": "off",
                 **training}
     return Trainer(model or model_for(task), train, val, TrainingSpec(**settings), task,
-                   recorder, callbacks=callbacks, checkpoint_dir=checkpoint_dir, resume=resume)
+                   recorder, callbacks=callbacks, checkpoint_dir=checkpoint_dir, resume=resume,
+                   preemption=preemption)

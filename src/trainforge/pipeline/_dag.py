@@ -10,15 +10,17 @@ from trainforge.config import PipelineSpec
 from trainforge.orchestration import Dag, Step
 from trainforge.pipeline import _steps
 from trainforge.storage.contracts import RegistryStore
-from trainforge.train import Callback
+from trainforge.train import Callback, PreemptionNotice
 
 
 def build_training_dag(
-    spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = ()
+    spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
+    preemption: PreemptionNotice | None = None,
 ) -> Dag:
     """Bind each step to its spec section and services; the wiring is data (names in, names
     out). `registry` receives the model versions (None: a DAG that never registers, such as a
-    non-reporting rank's); `callbacks` join the trainer's (a tuning trial's pruning)."""
+    non-reporting rank's); `callbacks` join the trainer's (a tuning trial's pruning);
+    `preemption` is the notice the entry point installs (None: signals do not stop training)."""
     task = spec.model.task
     steps = (
         Step("ingest", partial(_steps.ingest, spec.data), ("run",), ("raw",)),
@@ -30,8 +32,8 @@ def build_training_dag(
             ("splits", "run"),
             ("dataset",),
         ),
-        Step("train", partial(_steps.train, spec, tuple(callbacks)), ("dataset", "run"),
-             ("trained",)),
+        Step("train", partial(_steps.train, spec, tuple(callbacks), preemption),
+             ("dataset", "run"), ("trained",)),
         Step(
             "evaluate",
             partial(_steps.evaluate, spec.evaluation, task),

@@ -198,15 +198,17 @@ def run_worker(path: str, overrides: list[str]) -> None:
         raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
                             "--nproc-per-node N`")
     services = PipelineServices.open()
-    with process_group(plan.spec.training.device):
+    preemption = plan.preemption_notice()
+    with process_group(plan.spec.training.device), preemption.installed():
         if int(os.environ.get("RANK", "0")) != 0:
-            dag = plan.dag(registry=None)
+            dag = plan.dag(registry=None, preemption=preemption)
             run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
             return
         handle = RunHandle.attach(services.store, run_id, services.artifacts,
                                   settings=services.settings)
         try:
-            values = run_dag(plan.dag(services.store), {"run": handle}, _log_step_event)
+            values = run_dag(plan.dag(services.store, preemption=preemption), {"run": handle},
+                             _log_step_event)
         finally:
             handle.close()
     _write_result(Path(os.environ[RESULT_FILE_ENV]), values)

@@ -27,7 +27,7 @@ from trainforge.orchestration import Dag
 from trainforge.pipeline._checks import check_spec
 from trainforge.pipeline._dag import build_training_dag
 from trainforge.storage.contracts import RegistryStore
-from trainforge.train import Callback
+from trainforge.train import Callback, PreemptionNotice
 
 # Dotted spec paths that change how a run resumes, stops or reports, never what it trains.
 RESULT_NEUTRAL = (
@@ -56,8 +56,13 @@ class PipelinePlan:
     def code_dir(self) -> Path:
         return self.source.resolve().parent if self.source is not None else Path.cwd()
 
-    def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = ()) -> Dag:
-        return build_training_dag(self.spec, registry, callbacks)
+    def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
+            preemption: PreemptionNotice | None = None) -> Dag:
+        return build_training_dag(self.spec, registry, callbacks, preemption)
+
+    def preemption_notice(self) -> PreemptionNotice:
+        """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""
+        return PreemptionNotice(self.spec.training.checkpoint.preempt_on)
 
     def system_record(self) -> dict[str, Any]:
         """The `spec` entry of the run's system namespace: what it was started from."""

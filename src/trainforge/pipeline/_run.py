@@ -143,7 +143,8 @@ def run_tracked(
     it runs (`Conflict` once it has ended); no run is resumed. `execute` may return None: another
     process reports the run and ends it, so this one only closes its handle and returns None.
     """
-    dag = plan.dag(services.store, callbacks)
+    preemption = plan.preemption_notice()
+    dag = plan.dag(services.store, callbacks, preemption)
     services.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )
@@ -151,7 +152,7 @@ def run_tracked(
                if run_id is None else None)
     started = time.perf_counter()
     handle = _open_run(plan, services, parent, resumed, run_id)
-    with _errors_of_run(handle.run_id), handle:
+    with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
             handle.set_system({**plan.system_record(), **process_record(),

@@ -29,7 +29,7 @@ from trainforge.registry import GateResult, check_gates
 from trainforge.split import Splits, split_frame
 from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
-from trainforge.train import Callback, Trainer, TrainResult, save_weights
+from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, save_weights
 from trainforge.validate import ValidationReport, load_contract, validate_frame
 
 
@@ -101,7 +101,8 @@ def features(
     return {"dataset": dataset}
 
 
-def train(spec: PipelineSpec, callbacks: tuple[Callback, ...], dataset: Dataset,
+def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],
+          preemption: PreemptionNotice | None, dataset: Dataset,
           run: RunRecorder) -> dict[str, Any]:
     out_features = output_size(spec.model.task, len(dataset.classes))
     with torch.random.fork_rng():  # the seed fixes the initial weights, nothing global
@@ -109,7 +110,8 @@ def train(spec: PipelineSpec, callbacks: tuple[Callback, ...], dataset: Dataset,
         model = build_model(spec.model, dataset.num_features, out_features)
     location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifact_uri())
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
-                      spec.evaluation, callbacks, checkpoint_dir=location, resume=True)
+                      spec.evaluation, callbacks, checkpoint_dir=location, resume=True,
+                      preemption=preemption)
     result = trainer.fit()
     trained = TrainedModel(result.model, result, run.artifact_uri("model"))
     run.set_summary(trained.summary)

@@ -14,6 +14,7 @@ from trainforge.train._callbacks import Callback
 from trainforge.train._monitors import EarlyStopping, NanGuard, logged_metric_names
 from trainforge.train._optim import LRSchedule, build_optimizer, lr_factor, make_clipper
 from trainforge.train._precision import Precision, make_precision
+from trainforge.train._preemption import PreemptionNotice
 from trainforge.train._profiler import ProfilerCallback
 from trainforge.train._progress import make_progress
 from trainforge.train._sinks import MetricSink, NullSink
@@ -36,6 +37,7 @@ __all__ = [
     "NanGuard",
     "NullSink",
     "Precision",
+    "PreemptionNotice",
     "ProfilerCallback",
     "Strategy",
     "TensorBatches",

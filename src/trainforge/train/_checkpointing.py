@@ -2,12 +2,13 @@
 preemption signal into a checkpoint and a stop.
 
     fit start   resume: load the newest valid checkpoint (every rank), drop the run's metric
-                points after its step; install the preemption signal handlers
+                points after its step; arm the preemption notice (its entry point installed
+                the signal handlers)
     step end    save when the policy says so (not on an epoch's last step: its epoch-end
                 save follows, after the epoch's validation is logged)
     epoch end   save when the policy says so
     either      a preemption signal arrived: save now (blocking), raise `Preempted`
-    fit end     wait for the save in flight; remove the handlers
+    fit end     wait for the save in flight; disarm the notice
 
 Contracts:
 - a checkpoint of step s is committed only after every metric point up to s reached the run
@@ -31,7 +32,7 @@ import torch
 from trainforge.config import CheckpointSpec
 from trainforge.errors import Preempted
 from trainforge.train._callbacks import Callback
-from trainforge.train._preemption import PreemptionSignals
+from trainforge.train._preemption import PreemptionNotice
 from trainforge.train._sinks import CheckpointSink
 from trainforge.train._strategy import Strategy
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager, is_due
@@ -44,7 +45,8 @@ log = logging.getLogger("trainforge")
 
 class Checkpointing(Callback):
     """See the module docstring. `location` None: no checkpoints are written (a preemption
-    signal still stops training, without a checkpoint to resume from)."""
+    signal still stops training, without a checkpoint to resume from); `preemption` None: no
+    signal stops training."""
 
     def __init__(
         self,
@@ -55,6 +57,7 @@ class Checkpointing(Callback):
         *,
         resume: bool = False,
         run_id: str | None = None,
+        preemption: PreemptionNotice | None = None,
     ) -> None:
         self.policy = policy
         self.strategy = strategy
@@ -64,7 +67,7 @@ class Checkpointing(Callback):
             location, policy, run_id, storage_options=policy.fsspec_options(),
             on_saved=self._saved, on_deleted=self._deleted,
         )
-        self.signals = PreemptionSignals(policy.preempt_on)
+        self.preemption = preemption
         self.resumed_from: CheckpointInfo | None = None
         self._last_step: int | None = None
         self._last_elapsed = 0.0
@@ -76,7 +79,8 @@ class Checkpointing(Callback):
             self._restore(trainer)
         self._started = time.monotonic() - self._last_elapsed
         self._epoch_batches = len(trainer.train_batches)
-        self.signals.install()
+        if self.preemption is not None:
+            self.preemption.arm()
 
     def on_step_end(self, trainer: Trainer) -> None:
         if trainer.state.batch < self._epoch_batches:
@@ -95,7 +99,8 @@ class Checkpointing(Callback):
             log.exception("checkpointing: closing after a training error failed")
 
     def _at_boundary(self, trainer: Trainer, epoch_end: bool) -> None:
-        stop = self.signals.requested is not None
+        requested = self.preemption.requested if self.preemption is not None else None
+        stop = requested is not None
         if self.manager is None and self.strategy.world_size == 1 and not stop:
             return  # nothing to save or agree on: the per-step cost stays a few attribute reads
         step = trainer.state.global_step
@@ -111,7 +116,7 @@ class Checkpointing(Callback):
         if stop:
             if self.manager is not None:
                 self.manager.wait()
-            raise Preempted(self.signals.requested or "a signal to another rank",
+            raise Preempted(requested or "a signal to another rank",
                             step if self.manager is not None else None)
 
     def _save(self, trainer: Trainer, step: int, elapsed: float, blocking: bool | None) -> None:
@@ -145,7 +150,8 @@ class Checkpointing(Callback):
             self.sink.truncate_metrics(info.step if info is not None else -1)
 
     def _close(self) -> None:
-        self.signals.uninstall()
+        if self.preemption is not None:
+            self.preemption.disarm()
         if self.manager is not None:
             self.manager.close()
 

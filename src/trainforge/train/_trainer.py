@@ -46,6 +46,7 @@ from trainforge.train._checkpointing import Checkpointing
 from trainforge.train._monitors import EarlyStopping, NanGuard, NoEarlyStopping, Throughput
 from trainforge.train._optim import LRSchedule, build_optimizer, make_clipper
 from trainforge.train._precision import Precision, make_precision
+from trainforge.train._preemption import PreemptionNotice
 from trainforge.train._profiler import ProfilerCallback
 from trainforge.train._progress import make_progress
 from trainforge.train._reproducibility import TrainerRandomness
@@ -122,11 +123,14 @@ class Trainer:
         *,
         checkpoint_dir: str | Path | None = None,
         resume: bool = False,
+        preemption: PreemptionNotice | None = None,
     ) -> None:
         """`checkpoint_dir` (default: `config.checkpoint.location`; neither: no checkpoints)
         holds this training's checkpoints, saved on the `config.checkpoint` policy. `resume`:
         `fit()` starts from the newest valid checkpoint there, if any, and a run that records
-        checkpoints (`CheckpointSink`, e.g. a `RunHandle`) drops its points after that step."""
+        checkpoints (`CheckpointSink`, e.g. a `RunHandle`) drops its points after that step.
+        `preemption`: a notice the entry point installed (`with notice.installed():`); a
+        signal it names then saves a checkpoint at the next step and raises `Preempted`."""
         self.config = config = config or TrainingSpec()
         self.task = task or infer_task(train_data)
         self.evaluation = evaluation or EvaluationSpec()
@@ -146,7 +150,7 @@ class Trainer:
                          if config.profiler.enabled and self.is_rank_zero else None)
         self.checkpointing = Checkpointing(
             config.checkpoint, self.strategy, checkpoint_dir or config.checkpoint.location,
-            self.sink, resume=resume, run_id=getattr(run, "run_id", None),
+            self.sink, resume=resume, run_id=getattr(run, "run_id", None), preemption=preemption,
         )
         self.callbacks = CallbackList([*callbacks, *filter(None, [self.profiler]),
                                        self.checkpointing])
