@@ -44,6 +44,11 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Run:
+    """A tracked run. `params` and `tags` belong to the user; `system` is what trainforge reads
+    back (liveness host and pid, checkpoint location and policy, the spec path and overrides
+    it started with), never mixed into them; `spec_hash` is the hash of the resolved spec a
+    pipeline run executes."""
+
     run_id: str
     experiment_id: str
     status: RunStatus
@@ -62,6 +67,8 @@ class Run:
     parent_run_id: str | None = None
     heartbeat_at: datetime | None = None
     device_hours: float = 0.0
+    system: dict[str, Any] = field(default_factory=dict)
+    spec_hash: str | None = None
 
     @property
     def duration_s(self) -> float | None:

@@ -14,14 +14,20 @@ from fraud_fixtures import EXAMPLE
 from typer.testing import CliRunner
 
 from trainforge.cli import app
+from trainforge.config import Settings
 from trainforge.entities import RunStatus
-from trainforge.storage import open_store
+from trainforge.storage import Store, open_store
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 # lr 0.05 makes the last epoch's val_loss worse than the one before: the best is not the newest
 OVERRIDES = ["training.epochs=3", "training.optimizer.lr=0.05",
              "training.checkpoint.every_n_steps=10", "training.checkpoint.keep_last=null",
              "training.checkpoint.monitor=val_loss"]
+
+
+def _store() -> Store:
+    """A store on the database the CLI under test writes to (the settings' URL)."""
+    return open_store(Settings.from_env().database_url.get_secret_value())
 
 
 def invoke(*args: str):
@@ -71,7 +77,7 @@ def on_disk(run_id: str) -> list[int]:
 def stub_run(tags: dict | None = None, params: dict | None = None,
              status: RunStatus | None = RunStatus.COMPLETED) -> str:
     """A run made directly in the store (no training); left running when `status` is None."""
-    store = open_store()
+    store = _store()
     try:
         experiment = store.get_or_create_experiment("stub")
         run = store.create_run(experiment.experiment_id, params or {}, {}, "unused", tags=tags)

@@ -14,14 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from trainforge.config import Settings
 from trainforge.entities import RunStatus
-from trainforge.storage import open_store, trainforge_home
+from trainforge.storage import Store, open_store, trainforge_home
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 # 24,000 rows, 70% for training, batch 512: 33 steps per epoch
 SETTINGS = ["training.epochs=3", "training.deterministic=true",
             "training.checkpoint.every_n_steps=10", "training.checkpoint.keep_last=2"]
 EXIT_PREEMPTED = 75
+
+
+def _store() -> Store:
+    """A store on the database the CLI under test writes to (the settings' URL)."""
+    return open_store(Settings.from_env().database_url.get_secret_value())
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -47,9 +53,10 @@ def await_checkpoint(process: subprocess.Popen, step: int) -> str:
 
 
 def loss_series(run_id: str) -> list[tuple[int, str]]:
-    store = open_store()
+    store = _store()
     try:
-        return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
+        history = store.get_metric_history(run_id, "train_loss").items
+        return [(p.step, p.value.hex()) for p in history]
     finally:
         store.close()
 
@@ -68,11 +75,11 @@ def test_sigterm_preempts_and_resume_continues_the_same_run_exactly(fraud_projec
     assert process.returncode == EXIT_PREEMPTED, stderr
     assert f"run {run_id} preempted by SIGTERM after step" in stderr
     assert f"trainforge run {spec} --resume {run_id}" in stderr
-    store = open_store()
+    store = _store()
     stopped = store.get_run(run_id)
     assert stopped.status is RunStatus.PREEMPTED
     preempted_at = int(stopped.error.split("after step ")[1].split()[0])
-    assert preempted_at in [c.step for c in store.list_checkpoints(run_id)]
+    assert preempted_at in [c.step for c in store.list_checkpoints(run_id).items]
     store.close()
 
     resumed = cli("run", spec, *SETTINGS, "--resume", run_id, "--json")
@@ -93,7 +100,7 @@ def test_resume_auto_continues_a_killed_run_and_then_starts_new_ones(fraud_proje
     run_id = await_checkpoint(process, 10)
     process.kill()  # SIGKILL: the run stays `running`, its process gone
     process.wait(timeout=30)
-    store = open_store()
+    store = _store()
     assert store.get_run(run_id).status is RunStatus.RUNNING
 
     other_spec = cli("run", spec, *auto, "training.seed=1", "--json")  # another spec: new run
@@ -122,7 +129,7 @@ def test_resume_refuses_unknown_completed_and_live_runs(fraud_project, tmp_path)
     assert again.returncode == 1
     assert f"run {run_id} has completed; there is nothing to resume" in again.stderr
 
-    store = open_store()
+    store = _store()
     store.reopen_run(run_id)  # as if a process on this host were still running it
     store.set_tags(run_id, {"process": {"host": socket.gethostname(), "pid": os.getpid()}})
     store.close()

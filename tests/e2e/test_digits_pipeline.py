@@ -8,7 +8,7 @@ from example_scripts import EXAMPLES, load_example_script
 
 from trainforge.entities import RunStatus
 from trainforge.pipeline import run_pipeline
-from trainforge.storage import open_store
+from trainforge.tracking import default_store
 
 pytest.importorskip("sklearn", reason="the digits images ship with scikit-learn")
 EXAMPLE = EXAMPLES / "digits"
@@ -31,7 +31,7 @@ def test_digits_cnn_reaches_95_percent_test_accuracy(digits_project):
     result = run_pipeline(digits_project / "pipeline.yaml")
     assert result.evaluation.metrics["accuracy"] >= 0.95
     assert result.gate.passed and result.model_version.model_name == "digits_cnn"
-    run = open_store().get_run(result.run.run_id)
+    run = default_store().get_run(result.run.run_id)
     assert run.status is RunStatus.COMPLETED
     assert run.tags["trainer"]["precision"] == "bf16-mixed"
     assert run.params["training"]["schedule"]["name"] == "cosine"

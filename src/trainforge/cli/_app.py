@@ -20,7 +20,8 @@ from trainforge.cli._views import (
 from trainforge.errors import NotFound, RunFailed, RunPreempted, SpecError, TrainforgeError
 from trainforge.orchestration import StepEvent
 from trainforge.pipeline import Launch, launch_pipeline, load_checked_spec, run_pipeline
-from trainforge.storage import open_store
+from trainforge.storage import all_items
+from trainforge.tracking import default_store
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
@@ -155,7 +156,7 @@ checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 @runs_app.command("show")
 def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
-    store = open_store()
+    store = default_store()
     try:
         run_ = store.get_run(run_id)
     except NotFound as exc:
@@ -170,7 +171,9 @@ def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
 @models_app.command("list")
 def models_list(as_json: _render.JsonFlag = False) -> None:
     """Every registered model version."""
-    rows = [model_row(v) for v in open_store().list_model_versions()]
+    store = default_store()
+    versions = all_items(lambda cursor: store.list_model_versions(cursor=cursor))
+    rows = [model_row(v) for v in versions]
     if as_json:
         _render.emit_json(rows)
         return
@@ -181,7 +184,8 @@ def models_list(as_json: _render.JsonFlag = False) -> None:
 @models_app.command("show")
 def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
     """All versions of model NAME with their lineage."""
-    versions = open_store().list_model_versions(name)
+    store = default_store()
+    versions = all_items(lambda cursor: store.list_model_versions(name, cursor=cursor))
     if not versions:
         _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
     if as_json:

@@ -19,7 +19,7 @@ from trainforge.cli import _render
 from trainforge.entities import CheckpointRecord
 from trainforge.errors import CheckpointError, Conflict, NotFound
 from trainforge.pipeline import checkpoint_policy, gc_run_checkpoints, list_run_checkpoints
-from trainforge.storage import open_store
+from trainforge.tracking import default_store
 from trainforge.train.checkpoint import CheckpointWarning
 
 KeepLast = Annotated[Optional[int], typer.Option(
@@ -50,7 +50,7 @@ def checkpoints_list(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
-    store = open_store()
+    store = default_store()
     try:
         with _warnings_on_stderr():
             records = list_run_checkpoints(store, run_id, include_deleted=all_)
@@ -79,7 +79,8 @@ def checkpoints_gc(
     """
     try:
         with _warnings_on_stderr():
-            deleted = gc_run_checkpoints(open_store(), run_id, keep_last, keep_best, force=force)
+            deleted = gc_run_checkpoints(default_store(), run_id, keep_last, keep_best,
+                                         force=force)
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     if as_json:

@@ -15,6 +15,7 @@ import typer
 from trainforge.cli import _render
 from trainforge.cli._views import run_row, short_metrics
 from trainforge.errors import NotFound, QueryError
+from trainforge.storage import all_items
 from trainforge.tracking import (
     DEFAULT_CRASH_TIMEOUT_S,
     collect_crashed_runs,
@@ -45,7 +46,9 @@ def runs_list(
         runs = search_runs(experiment, filter, sort, limit)
     except NotFound as exc:
         _render.fail(str(exc), 1)
-    names = {e.experiment_id: e.name for e in default_store().list_experiments()}
+    store = default_store()
+    names = {e.experiment_id: e.name
+             for e in all_items(lambda cursor: store.list_experiments(cursor=cursor))}
     rows = [run_row(r, names) for r in runs]
     if as_json:
         _render.emit_json(rows)

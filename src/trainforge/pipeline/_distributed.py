@@ -32,6 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trainforge.config import Settings
 from trainforge.entities import DataVersion
 from trainforge.errors import Preempted, SpecError, TrainingError
 from trainforge.evaluate import EvalReport
@@ -44,7 +45,7 @@ from trainforge.pipeline._run import (
     run_tracked,
 )
 from trainforge.registry import GateResult
-from trainforge.storage import open_store
+from trainforge.storage import all_items, open_store
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle
 
@@ -169,7 +170,8 @@ def _stopped_by(signum: signal.Signals, handle: RunHandle) -> BaseException:
     checkpoint at the next step on SIGTERM): SIGTERM a preemption after the run's newest
     checkpoint, SIGINT a Ctrl+C, others a training error."""
     if signum == signal.SIGTERM:
-        saved = handle.store.list_checkpoints(handle.run_id)
+        saved = all_items(lambda cursor: handle.store.list_checkpoints(handle.run_id,
+                                                                       cursor=cursor))
         return Preempted(signum.name, saved[-1].step if saved else None)
     if signum == signal.SIGINT:
         return KeyboardInterrupt()
@@ -198,7 +200,8 @@ def run_worker(path: str, overrides: list[str]) -> None:
     if not run_id:
         raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
                             "--nproc-per-node N`")
-    store, artifacts = open_store(), default_artifact_store()
+    store = open_store(Settings.from_env().database_url.get_secret_value())
+    artifacts = default_artifact_store()
     dag = build_training_dag(spec)
     if int(os.environ.get("RANK", "0")) != 0:
         run_dag(_through(dag, "train"), {"run": NullRun(run_id, artifacts)})

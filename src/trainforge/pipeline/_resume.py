@@ -21,12 +21,12 @@ from typing import Any
 from trainforge.config import CheckpointSpec, PipelineSpec
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import Conflict
+from trainforge.storage import RunStore
 from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking import TrackingStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
 STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
-CANDIDATES = 100  # newest runs of the experiment looked at by `resume: auto`
+CANDIDATES = 100  # newest runs of the pipeline looked at by `resume: auto`
 
 
 def checkpoint_location(spec: CheckpointSpec, run_id: str, artifacts: ArtifactStore) -> str:
@@ -67,13 +67,13 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
     return (now - beat).total_seconds() < STALE_HEARTBEAT_S
 
 
-def find_resumable(store: TrackingStore, experiment_id: str, spec: PipelineSpec,
+def find_resumable(store: RunStore, experiment_id: str, spec: PipelineSpec,
                    artifacts: ArtifactStore) -> Run | None:
     """The newest unfinished run of `spec` (same pipeline, same params) with a checkpoint."""
     params = spec.model_dump(mode="json")
-    for run in store.list_runs(experiment_id, limit=CANDIDATES):
-        if (run.pipeline_id != spec.name or run.params != params
-                or run.status is RunStatus.COMPLETED or is_alive(run)):
+    newest = store.list_runs(experiment_id, pipeline_id=spec.name, limit=CANDIDATES)
+    for run in newest.items:
+        if run.params != params or run.status is RunStatus.COMPLETED or is_alive(run):
             continue
         if has_checkpoint(spec.training.checkpoint, run.run_id, artifacts):
             return run

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PipelineSpec, load_spec
+from trainforge.config import PipelineSpec, Settings, load_spec
 from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
 from trainforge.errors import Conflict, Preempted, RunFailed, RunPreempted, TrainforgeError
 from trainforge.evaluate import EvalReport
@@ -19,9 +19,9 @@ from trainforge.pipeline._checks import check_spec
 from trainforge.pipeline._dag import build_training_dag
 from trainforge.pipeline._resume import check_resumable, find_resumable, process_tag
 from trainforge.registry import GateResult
-from trainforge.storage import open_store, trainforge_home
+from trainforge.storage import Store, open_store, trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, TrackingStore, start_run
+from trainforge.tracking import RunHandle, start_run
 
 log = logging.getLogger("trainforge")
 Execute = Callable[[RunHandle], dict[str, Any]]
@@ -46,7 +46,7 @@ def default_artifact_store() -> ArtifactStore:
     return open_artifact_store(trainforge_home() / "artifacts")
 
 
-def _run_to_resume(store: TrackingStore, spec: PipelineSpec, artifacts: ArtifactStore,
+def _run_to_resume(store: Store, spec: PipelineSpec, artifacts: ArtifactStore,
                    resume: str | None) -> str | None:
     """The id of the run to continue (checked), or None for a new run."""
     if resume is not None:
@@ -64,7 +64,7 @@ def _run_to_resume(store: TrackingStore, spec: PipelineSpec, artifacts: Artifact
 def run_pipeline(
     path: str | Path,
     overrides: list[str] | None = None,
-    store: TrackingStore | None = None,
+    store: Store | None = None,
     artifacts: ArtifactStore | None = None,
     listener: StepListener | None = None,
     execute: Execute | None = None,
@@ -90,7 +90,7 @@ def run_pipeline(
 def run_tracked(
     path: str | Path,
     overrides: list[str] | None = None,
-    store: TrackingStore | None = None,
+    store: Store | None = None,
     artifacts: ArtifactStore | None = None,
     listener: StepListener | None = None,
     execute: Callable[[RunHandle], dict[str, Any] | None] | None = None,
@@ -104,7 +104,7 @@ def run_tracked(
     process reports the run and ends it, so this one only closes its handle and returns None.
     """
     spec = load_checked_spec(path, overrides)
-    store = store or open_store()
+    store = store or open_store(Settings.from_env().database_url.get_secret_value())
     artifacts = artifacts or default_artifact_store()
     dag = build_training_dag(spec)
     pipeline = store.upsert_pipeline(
@@ -147,7 +147,7 @@ def run_tracked(
     )
 
 
-def _start_or_join(start: Callable[..., RunHandle], store: TrackingStore, artifacts: ArtifactStore,
+def _start_or_join(start: Callable[..., RunHandle], store: Store, artifacts: ArtifactStore,
                    run_id: str) -> RunHandle:
     """Run `run_id`, created by `start` or, when another process created it first, attached."""
     try:

@@ -27,6 +27,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
+from trainforge.config import mask_url_password
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Execution option: begin this connection's transactions with the write lock held (SQLite).
 WRITE = "trainforge_write"
@@ -43,6 +45,14 @@ def trainforge_home() -> Path:
 def default_db_url() -> str:
     """`$TRAINFORGE_DB` when set, else a SQLite file `trainforge.db` under `trainforge_home()`."""
     return os.environ.get("TRAINFORGE_DB") or f"sqlite:///{trainforge_home() / 'trainforge.db'}"
+
+
+def shown_url(url: str) -> str:
+    """`url` with its password masked, for messages; a URL too malformed to parse is not shown."""
+    try:
+        return mask_url_password(url)
+    except ValueError:
+        return "<malformed URL>"
 
 
 def make_engine(url: str) -> Engine:

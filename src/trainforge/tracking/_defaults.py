@@ -6,14 +6,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from trainforge.storage import default_db_url, open_store, trainforge_home
-from trainforge.tracking._store import TrackingStore
+from trainforge.storage import Store, default_db_url, open_store, trainforge_home
 
-_STORES: dict[str, TrackingStore] = {}
+_STORES: dict[str, Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def default_store() -> TrackingStore:
+def default_store() -> Store:
     """The store at `default_db_url()`, opened once per URL and process, shared by its threads."""
     url = default_db_url()
     with _STORES_LOCK:

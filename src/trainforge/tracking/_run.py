@@ -24,7 +24,7 @@ from typing import Any
 
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, NotFound, Preempted, StoreUnavailable
-from trainforge.storage import trainforge_home
+from trainforge.storage import Store, trainforge_home
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking._defaults import default_store, spill_directory
 from trainforge.tracking._environment import capture_environment, git_state, gpu_info
@@ -36,7 +36,6 @@ from trainforge.tracking._spill import (
     data_version_record,
     replay_directory,
 )
-from trainforge.tracking._store import TrackingStore
 from trainforge.tracking._tensorboard import TensorBoardSink
 
 log = logging.getLogger(__name__)
@@ -68,7 +67,7 @@ class RunHandle:
 
     def __init__(
         self,
-        store: TrackingStore,
+        store: Store,
         run: Run,
         artifacts: ArtifactStore,
         flush_every: int = 1000,
@@ -97,7 +96,7 @@ class RunHandle:
         atexit.register(self._at_exit)
 
     @classmethod
-    def attach(cls, store: TrackingStore, run_id: str, artifacts: ArtifactStore,
+    def attach(cls, store: Store, run_id: str, artifacts: ArtifactStore,
                **options: Any) -> RunHandle:
         """A handle on the stored run `run_id` (`NotFound` if there is none)."""
         return cls(store, store.get_run(run_id), artifacts, **options)
@@ -276,7 +275,7 @@ def start_run(
     params: dict[str, Any] | None = None,
     parent: RunHandle | str | None = None,
     tags: dict[str, Any] | None = None,
-    store: TrackingStore | None = None,
+    store: Store | None = None,
     artifacts: ArtifactStore | str | Path | None = None,
     *,
     resume: str | None = None,
@@ -320,7 +319,7 @@ def start_run(
 
 
 def _create(
-    store: TrackingStore, artifacts: ArtifactStore, experiment_id: str,
+    store: Store, artifacts: ArtifactStore, experiment_id: str,
     params: dict[str, Any] | None, parent: RunHandle | str | None, tags: dict[str, Any] | None,
     pipeline_id: str | None, code_dir: str | Path, run_id: str | None,
 ) -> Run:
@@ -337,7 +336,7 @@ def _create(
     return run
 
 
-def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: str) -> Run:
+def _reopen(store: Store, run_id: str, experiment_id: str, experiment: str) -> Run:
     """Reopen a stored run, after replaying what its last attempt left in its spill file (an
     `end` record replayed later would end the resumed run)."""
     if store.get_run(run_id).experiment_id != experiment_id:
@@ -346,7 +345,7 @@ def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: s
     return store.reopen_run(run_id)
 
 
-def _replay_quietly(store: TrackingStore) -> None:
+def _replay_quietly(store: Store) -> None:
     try:
         replay_directory(store, spill_directory())
     except Exception:  # noqa: BLE001 - the next start or `trainforge runs replay` tries again
