@@ -24,6 +24,11 @@ TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
+# A database saved at revision 0003 by the store of that revision: a pipeline, a data version,
+# three runs "r0".."r2" of it (r2 still running), each with nested params, `process` and
+# `checkpoint` tags, six loss points, a summary test_auc and a checkpoint at step 5, and a model
+# version of r1.
+SAVED_0003 = Path(__file__).parent / "data" / "trainforge-0003.db"
 
 
 def _revision_and_tables(url: str) -> tuple[str | None, set[str]]:
@@ -207,6 +212,34 @@ def test_a_database_saved_at_0001_upgrades_keeping_its_data(tmp_path: Path) -> N
         assert [c.step for c in store.list_checkpoints("r1").items] == [4]
         store.set_system("r1", {"checkpoint": {"location": "file:///ckpt"}})
         assert store.get_run("r1").system == {"checkpoint": {"location": "file:///ckpt"}}
+    finally:
+        store.close()
+    assert _revision_and_tables(f"sqlite:///{path}") == (db.head_revision(), TABLES)
+
+
+def test_a_database_saved_at_0003_upgrades_keeping_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(SAVED_0003, path)
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        runs = all_items(lambda cursor: store.list_runs(pipeline_id="fraud_model", limit=2,
+                                                        cursor=cursor))
+        assert [run.run_id for run in runs] == ["r2", "r1", "r0"]
+        assert [run.status for run in runs] == [RunStatus.RUNNING, *[RunStatus.COMPLETED] * 2]
+        for number, run in enumerate(reversed(runs)):
+            assert (run.system, run.spec_hash) == ({}, None)
+            assert run.params["training"]["optimizer"]["lr"] == 10.0 ** -(number + 2)
+            assert run.tags == {"process": {"host": "node1", "pid": 100 + number},
+                                "checkpoint": {"location": f"file:///ckpt/r{number}"}}
+            assert (run.metrics["test_auc"], run.metrics["loss"]) == (0.9 + number / 100, 1 / 6)
+            assert (run.data_version_id, run.git_commit) == ("d1", "abc")
+            assert [c.step for c in store.list_checkpoints(run.run_id).items] == [5]
+            assert len(store.get_metric_history(run.run_id, "loss").items) == 6
+        assert store.log_metrics("r2", [MetricPoint("loss", 0.1, 6, 0.0)], batch_id="b1") is False
+        assert store.get_model_version("fraud_detector", "1").run_id == "r1"
+        store.set_system("r2", {"process": {"host": "node1", "pid": 102}})
+        assert store.get_run("r2").system == {"process": {"host": "node1", "pid": 102}}
+        assert store.list_runs(spec_hash="0" * 64).items == ()
     finally:
         store.close()
     assert _revision_and_tables(f"sqlite:///{path}") == (db.head_revision(), TABLES)
