@@ -91,7 +91,9 @@ class ExperimentStore(Protocol):
       all get the same experiment; the description is set only when it is created;
     - `upsert_pipeline` inserts or replaces the pipeline with that id (last writer wins);
     - `list_experiments` orders by name (names are unique); the cursor holds the last name;
-    - `get_experiment` raises `NotFound` for an unknown id. Nothing here raises `Conflict`.
+    - `get_experiment` raises `NotFound` for an unknown id. Nothing here raises `Conflict`;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
 
     def get_or_create_experiment(self, name: str, description: str = "") -> Experiment: ...
@@ -111,17 +113,20 @@ class RunStore(Protocol):
     User data and system state never share a namespace: `params` and `tags` belong to the
     user; `system` holds what trainforge itself reads back (liveness host and pid, checkpoint
     location and policy, the spec path and overrides a run started with), and `spec_hash` the
-    hash of the resolved spec a pipeline run executes (indexed; `resume: auto` matches by it).
+    hash of the resolved spec a pipeline run executes (indexed, so that `resume: auto` finds
+    the runs of one spec with `list_runs(spec_hash=...)`).
 
-    - `create_run`: a new RUNNING run, heartbeat now. `Conflict` when `run_id` is taken;
+    - `create_run`: a new RUNNING run, heartbeat now. `Conflict` when `run_id` is taken (the
+      only `Conflict` of this area);
       `NotFound` for a missing experiment, pipeline or parent run; `ValueError` for a
       `spec_hash` that is empty or longer than 64 characters;
     - `log_params`, `set_tags`, `set_system` merge top-level keys (a key given again is
       replaced) as one read-modify-write under the run's lock: concurrent merges into one run
       lose no key. They are idempotent;
     - `set_data_version` links a stored data version (`NotFound` for a missing one);
-    - `end_run` sets status, error and end time (now by default); `reopen_run` makes a run
-      RUNNING again (no end, no error, heartbeat now). Both are idempotent;
+    - `end_run` sets status, error and end time (now by default), overwriting an earlier
+      end (a replayed end record lands the same); `reopen_run` makes a run RUNNING again (no
+      end, no error, heartbeat now), whatever its status;
     - `heartbeat` sets the heartbeat to now and adds `device_hours` (>= 0, else `ValueError`);
       a CRASHED run that beats is alive after all and becomes RUNNING again;
     - `mark_crashed` ends as CRASHED every RUNNING run not seen since `heartbeat_before` (its
@@ -130,9 +135,12 @@ class RunStore(Protocol):
     - `list_runs` orders newest `started_at` first, then by run id; the cursor holds that pair,
       so runs started after the listing began never show up on its later pages;
     - `search_runs` filters and sorts with the query language of `trainforge.storage.query`
-      (`QueryError` for a malformed filter or sort), then newest first, then by run id; the
+      (`metrics.`, `params.`, `tags.`, `system.` fields; `QueryError` for a malformed filter or
+      sort), then newest first, then by run id; the
       cursor holds the sort values of the last run it covered (see the module docstring for
-      values that change meanwhile).
+      values that change meanwhile);
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
 
     def create_run(
@@ -210,6 +218,9 @@ class MetricStore(Protocol):
       that many points (each bucket's minimum and maximum), in one page, and takes no cursor;
     - `metric_keys` lists a run's series names in order (cursor: the last name);
     - every method raises `NotFound` for an unknown run; an unknown key is an empty series.
+      Nothing here raises `Conflict`;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
 
     def log_metrics(
@@ -245,7 +256,9 @@ class CheckpointStore(Protocol):
     - `list_checkpoints` orders by step (cursor: the last step); deleted ones only with
       `include_deleted`;
     - non-finite metric values read back as NaN; every method raises `NotFound` for an
-      unknown run.
+      unknown run. Nothing here raises `Conflict`;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
 
     def record_checkpoint(
@@ -270,7 +283,9 @@ class DataVersionStore(Protocol):
 
     - `put_data_version` is a race-free insert: putting an id already stored returns the stored
       record unchanged (whatever else the argument says) and never raises `Conflict`;
-    - `get_data_version` raises `NotFound` for an unknown id.
+    - `get_data_version` raises `NotFound` for an unknown id;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
 
     def put_data_version(self, version: DataVersion) -> DataVersion: ...
@@ -285,7 +300,10 @@ class RegistryStore(Protocol):
       distinct numbers (`Conflict` only if no number could be taken after many retries).
       `NotFound` for a missing run;
     - `get_model_version` raises `NotFound` naming the model and version;
-    - `list_model_versions` orders by model name, then version number (cursor: that pair).
+    - `list_model_versions` orders by model name, then version number (cursor: that pair); a
+      version is never changed or deleted here;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
 
     def create_model_version(
