@@ -142,7 +142,7 @@ def query_latency(url: str, args: argparse.Namespace) -> dict[str, Any]:
                 sort="-metrics.m3", limit=50),
             "sort_by_param_ms": lambda: store.search_runs(sort="params.training.optimizer.lr",
                                                           limit=50),
-            "history_whole_ms": lambda: store.get_metric_history(one, "m0"),
+            "history_whole_ms": lambda: store.get_metric_history(one, "m0", limit=args.steps),
             "history_100_points_ms": lambda: store.get_metric_history(one, "m0", max_points=100),
         }
         result: dict[str, Any] = {"runs": args.runs, "points": args.runs * args.metrics

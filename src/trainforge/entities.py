@@ -44,6 +44,11 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Run:
+    """A tracked run. `params` and `tags` belong to the user; `system` is what trainforge reads
+    back (liveness host and pid, checkpoint location and policy, the spec path and overrides
+    it started with), never mixed into them; `spec_hash` is the hash of the resolved spec a
+    pipeline run executes."""
+
     run_id: str
     experiment_id: str
     status: RunStatus

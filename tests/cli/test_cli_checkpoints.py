@@ -25,6 +25,7 @@ OVERRIDES = ["training.epochs=3", "training.optimizer.lr=0.05",
              "training.checkpoint.monitor=val_loss"]
 
 
+
 def invoke(*args: str):
     return CliRunner().invoke(app, ["checkpoints", *args])
 

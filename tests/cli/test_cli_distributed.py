@@ -42,13 +42,13 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
     assert summary["status"] == "completed" and summary["model_version"] == "fraud_detector/1"
 
     store = home_store()
-    [run] = store.list_runs()
+    [run] = store.list_runs().items
     assert run.run_id == summary["run_id"] and run.status is RunStatus.COMPLETED
     assert run.tags["distributed"]["nproc_per_node"] == 2
     assert (run.tags["trainer"]["world_size"], run.tags["trainer"]["strategy"]) == (2, "ddp")
     assert run.metrics["test_roc_auc"] > 0.7
-    assert store.get_metric_history(run.run_id, "train_loss")
-    [version] = store.list_model_versions()
+    assert store.get_metric_history(run.run_id, "train_loss").items
+    [version] = store.list_model_versions().items
     assert (version.model_name, version.version, version.run_id) == (
         "fraud_detector", "1", run.run_id)
 
@@ -59,7 +59,7 @@ def test_a_failing_worker_fails_the_run_with_its_error(fraud_project):
                  "training.strategy=ddp", "data.source=missing/*.parquet")
     assert result.returncode == 1
     assert "failed" in result.stderr and "missing/*.parquet" in result.stderr
-    [run] = home_store().list_runs()
+    [run] = home_store().list_runs().items
     assert run.status is RunStatus.FAILED
     assert "worker rank" in run.error and "DataNotFound" in run.error
 
@@ -67,7 +67,7 @@ def test_a_failing_worker_fails_the_run_with_its_error(fraud_project):
 def test_several_processes_need_a_distributed_strategy(fraud_project):
     with pytest.raises(SpecError, match="training.strategy: 'single' cannot use 2 processes"):
         launch_pipeline(fraud_project / "pipeline.yaml", [], Launch(nproc_per_node=2))
-    assert home_store().list_runs() == []
+    assert home_store().list_runs().items == ()
 
 
 NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
@@ -86,7 +86,7 @@ NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
 def test_launch_flags_are_checked_before_any_run(fraud_project, flags, message):
     result = CliRunner().invoke(app, ["run", str(fraud_project / "pipeline.yaml"), *flags])
     assert result.exit_code == 2 and message in result.output
-    assert home_store().list_runs() == []
+    assert home_store().list_runs().items == ()
 
 
 def test_the_nodes_of_a_job_derive_its_run_id_from_what_they_share():
@@ -127,7 +127,7 @@ def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
     assert other is None and reporter.run.run_id == run_id
     assert status_after_joiner == [
         RunStatus.RUNNING if creator_runs_rank0 else RunStatus.COMPLETED]
-    [run] = home_store().list_runs()
+    [run] = home_store().list_runs().items
     assert run.run_id == run_id and run.status is RunStatus.COMPLETED
     with pytest.raises(Conflict, match=r"has ended \(completed\); a new multi-node job needs"):
         launcher(join)
@@ -154,10 +154,10 @@ def test_two_nodes_make_one_run_reported_by_the_node_of_rank0(fraud_project):
         assert node.returncode == 0, err[-3000:]
 
     [summary] = [json.loads(out) for out, _ in outputs if out.strip()]  # rank 0's node reports
-    [run] = store.list_runs()
+    [run] = store.list_runs().items
     assert run.run_id == summary["run_id"] == job_run_id(
         "fraud", Launch(1, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="job-1"))
     assert run.status is RunStatus.COMPLETED and summary["model_version"] == "fraud_detector/1"
     assert (run.tags["trainer"]["world_size"], run.tags["distributed"]["nnodes"]) == (2, 2)
     assert run.metrics["test_roc_auc"] > 0.7
-    assert store.get_metric_history(run.run_id, "train_loss")
+    assert store.get_metric_history(run.run_id, "train_loss").items

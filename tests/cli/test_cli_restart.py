@@ -47,8 +47,8 @@ def first_checkpoint(store: SqlStore, launcher: subprocess.Popen) -> str:
     """The id of the store's run, once it has a checkpoint."""
     deadline = time.monotonic() + 120
     while launcher.poll() is None and time.monotonic() < deadline:
-        runs = store.list_runs()
-        if runs and store.list_checkpoints(runs[0].run_id):
+        runs = store.list_runs().items
+        if runs and store.list_checkpoints(runs[0].run_id).items:
             return runs[0].run_id
         time.sleep(0.05)
     pytest.fail("the run saved no checkpoint while its launcher ran")
@@ -71,7 +71,7 @@ def worker_pid(run_id: str, rank: int) -> int | None:
 
 
 def train_loss(store: SqlStore, run_id: str) -> list[tuple[int, str]]:
-    return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
+    return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss").items]
 
 
 def two_jobs(project: Path, tmp_path: Path, strategy: str = "ddp"
@@ -104,7 +104,7 @@ def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud
     reference, _ = finish(uninterrupted)
 
     assert "resumed from the checkpoint of step" in log  # by the restarted workers
-    [run] = stores["interrupted"].list_runs()
+    [run] = stores["interrupted"].list_runs().items
     assert run.run_id == summary["run_id"] == run_id and run.status is RunStatus.COMPLETED
     assert_same_losses(stores, run_id, reference["run_id"])
 

@@ -27,6 +27,7 @@ SETTINGS = ["training.epochs=3", "training.deterministic=true",
 EXIT_PREEMPTED = 75
 
 
+
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, timeout=300)
 
@@ -52,7 +53,8 @@ def await_checkpoint(process: subprocess.Popen, step: int) -> str:
 def loss_series(run_id: str) -> list[tuple[int, str]]:
     store = home_store()
     try:
-        return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss")]
+        history = store.get_metric_history(run_id, "train_loss").items
+        return [(p.step, p.value.hex()) for p in history]
     finally:
         store.close()
 
@@ -76,7 +78,7 @@ def test_sigterm_preempts_and_resume_continues_the_same_run_exactly(fraud_projec
     stopped = store.get_run(run_id)
     assert stopped.status is RunStatus.PREEMPTED
     preempted_at = int(stopped.error.split("after step ")[1].split()[0])
-    assert preempted_at in [c.step for c in store.list_checkpoints(run_id)]
+    assert preempted_at in [c.step for c in store.list_checkpoints(run_id).items]
     store.close()
 
     resumed = cli(*shlex.split(hint)[1:], "--json")  # the hint, run as printed

@@ -18,7 +18,7 @@ FAST = ["training.epochs=2"]
 
 
 def only_run(store):
-    [run] = store.list_runs()
+    [run] = store.list_runs().items
     return run
 
 
@@ -35,16 +35,16 @@ def test_pipeline_trains_gates_and_registers_with_full_lineage(fraud_project):
     data_version = store.get_data_version(run.data_version_id)
     assert data_version.num_rows == 24_000 and len(data_version.files) == 6
 
-    [version] = store.list_model_versions("fraud_detector")
+    [version] = store.list_model_versions("fraud_detector").items
     assert version == result.model_version
     assert (version.version, version.stage, version.run_id) == ("1", ModelStage.STAGING, run.run_id)
     assert version.data_version_id == run.data_version_id
     assert version.metrics["test_roc_auc"] == run.metrics["test_roc_auc"]
 
     steps = int(run.metrics["train_steps"])  # the example logs the loss at every step
-    losses = store.get_metric_history(run.run_id, "train_loss")
+    losses = store.get_metric_history(run.run_id, "train_loss").items
     assert [p.step for p in losses] == list(range(1, steps + 1))
-    assert len(store.get_metric_history(run.run_id, "val_roc_auc")) == 2
+    assert len(store.get_metric_history(run.run_id, "val_roc_auc").items) == 2
 
 
 def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
@@ -85,7 +85,7 @@ def test_failed_gate_completes_the_run_but_registers_nothing(fraud_project):
     assert run.status is RunStatus.COMPLETED
     assert run.tags["gates"]["passed"] is False
     assert run.tags["gates"]["failures"][0].startswith("test_roc_auc >= 0.9999: got ")
-    assert home_store().list_model_versions() == []
+    assert home_store().list_model_versions().items == ()
 
 
 def expect_failed_run(fraud_project, overrides=(), match=""):
@@ -95,7 +95,7 @@ def expect_failed_run(fraud_project, overrides=(), match=""):
     run = store.get_run(info.value.run_id)
     assert run.status is RunStatus.FAILED
     assert match in run.error
-    assert store.list_model_versions() == []
+    assert store.list_model_versions().items == ()
     return run
 
 
@@ -156,7 +156,7 @@ def test_spec_errors_create_no_run(fraud_project, text, expected):
         spec.write_text(original.replace("lr: 0.002", "lr: fast"))
     with pytest.raises(SpecError, match=expected):
         run_pipeline(spec)
-    assert home_store().list_runs() == []
+    assert home_store().list_runs().items == ()
 
 
 def test_gate_on_an_unknown_metric_is_a_spec_error(fraud_project):
@@ -169,7 +169,7 @@ def test_same_spec_and_data_reproduce_the_same_run_bit_for_bit(fraud_project):
     first = run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1"])
     second = run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1"])
     store = home_store()
-    losses = [[p.value.hex() for p in store.get_metric_history(r.run.run_id, "train_loss")]
+    losses = [[p.value.hex() for p in store.get_metric_history(r.run.run_id, "train_loss").items]
               for r in (first, second)]
     assert losses[0] == losses[1]
     assert first.evaluation.metrics == second.evaluation.metrics

@@ -41,7 +41,7 @@ def test_a_spec_object_runs_with_callbacks_under_a_parent(fraud_project, tmp_pat
     assert run.parent_run_id == parent.run_id
     assert run.status is RunStatus.COMPLETED and run.params["training"]["epochs"] == 3
     assert stop.seen == [1]
-    assert len(home_store().get_metric_history(run.run_id, "val_loss")) == 1
+    assert len(home_store().get_metric_history(run.run_id, "val_loss").items) == 1
     assert run.system["spec"] == {"path": None, "overrides": ["training.epochs=3"]}
 
 
@@ -84,7 +84,7 @@ def test_a_distributed_strategy_in_this_process_needs_the_entry_points_process_g
     path = fraud_project / "pipeline.yaml"
     with pytest.raises(SpecError, match=r"training.strategy: 'ddp' trains in a process group"):
         run_pipeline(path, ["training.strategy=ddp", *ONE_EPOCH])
-    assert home_store().list_runs() == []
+    assert home_store().list_runs().items == ()
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     with process_group("cpu"):  # a group of one, joined by this test as an entry point

@@ -13,10 +13,10 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from trainforge.entities import MetricPoint, ModelStage, RunStatus
-from trainforge.storage import SqlStore, db
+from trainforge.storage import SqlStore, all_items, db
 from trainforge.storage.tables import Base
 
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
@@ -24,6 +24,11 @@ TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
+# A database saved at revision 0003 by the store of that revision: a pipeline, a data version,
+# three runs "r0".."r2" of it (r2 still running), each with nested params, `process` and
+# `checkpoint` tags, six loss points, a summary test_auc and a checkpoint at step 5, and a model
+# version of r1.
+SAVED_0003 = Path(__file__).parent / "data" / "trainforge-0003.db"
 
 
 def _revision_and_tables(url: str) -> tuple[str | None, set[str]]:
@@ -91,6 +96,65 @@ def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> No
     assert _revision_and_tables(db_url) == ("0002", TABLES - {"checkpoints"})
 
 
+def _at_revision(url: str, revision: str) -> None:
+    """Bring an empty database at `url` to `revision` (not to head)."""
+    engine = db.make_engine(url)
+    try:
+        with engine.begin() as connection:
+            command.upgrade(db.alembic_config(connection), revision)
+    finally:
+        engine.dispose()
+
+
+def test_a_database_at_0003_upgrades_keeping_its_runs(db_url: str) -> None:
+    _at_revision(db_url, "0003")
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO experiments (experiment_id, name, description, owner, created_at) "
+                "VALUES ('e1', 'fraud', '', '', '2026-03-01 10:00:00')"))
+            for number in range(3):
+                connection.execute(text(
+                    "INSERT INTO runs (run_id, experiment_id, status, params, tags, environment,"
+                    " artifact_uri, started_at, device_hours) VALUES (:run_id, 'e1', 'completed',"
+                    " :params, :tags, '{}', 'file:///a', :started_at, 0)"),
+                    {"run_id": f"r{number}", "params": '{"lr": 0.1}',
+                     "tags": '{"process": {"pid": 7}}',
+                     "started_at": f"2026-03-01 10:00:0{number}"})
+    finally:
+        engine.dispose()
+    store = SqlStore(db_url)
+    try:
+        runs = all_items(lambda cursor: store.list_runs(limit=2, cursor=cursor))
+        assert [run.run_id for run in runs] == ["r2", "r1", "r0"]
+        for run in runs:
+            assert (run.params, run.tags, run.system, run.spec_hash) == (
+                {"lr": 0.1}, {"process": {"pid": 7}}, {}, None)
+        store.set_system("r1", {"process": {"pid": 8}})
+        new = store.create_run("e1", {}, {}, "file:///b", spec_hash="a" * 64)
+        assert store.get_run("r1").system == {"process": {"pid": 8}}
+        assert store.list_runs(spec_hash="a" * 64).items == (new,)
+    finally:
+        store.close()
+    assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
+
+
+def test_downgrade_to_0003_drops_the_system_columns(db_url: str) -> None:
+    SqlStore(db_url).close()
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            command.downgrade(db.alembic_config(connection), "0003")
+        with engine.connect() as connection:
+            columns = {c["name"] for c in inspect(connection).get_columns("runs")}
+            indexes = {i["name"] for i in inspect(connection).get_indexes("runs")}
+    finally:
+        engine.dispose()
+    assert not {"system", "spec_hash"} & columns and "ix_runs_spec_hash" not in indexes
+    assert _revision_and_tables(db_url) == ("0003", TABLES)
+
+
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:
     def open_and_write(_: int) -> str:
         store = SqlStore(db_url)
@@ -131,20 +195,51 @@ def test_a_database_saved_at_0001_upgrades_keeping_its_data(tmp_path: Path) -> N
         run = store.get_run("r1")
         assert (run.status, run.params, run.tags) == (
             RunStatus.COMPLETED, {"training": {"optimizer": {"lr": 0.001}}}, {"team": "risk"})
+        assert (run.system, run.spec_hash) == ({}, None)
         # summary metrics (NaN stored as null) win over the last logged point of each series
         assert run.metrics["test_auc"] == 0.93 and run.metrics["bad"] != run.metrics["bad"]
         assert (run.metrics["loss"], run.metrics["val_auc"]) == (0.2, 0.9)
         assert (run.git_commit, run.data_version_id, run.device_hours) == ("abc", "d1", 0.0)
-        assert [p.step for p in store.get_metric_history("r1", "loss")] == [0, 1, 2, 3, 4]
+        assert [p.step for p in store.get_metric_history("r1", "loss").items] == [0, 1, 2, 3, 4]
         assert store.get_model_version("fraud_detector", "1").metrics == {"test_auc": 0.93}
         [found] = store.search_runs(filter="metrics.test_auc > 0.9 and params.training.optimizer.lr"
-                                           " <= 0.001")
+                                           " <= 0.001").items
         assert found.run_id == "r1"
         store.log_metrics("r1", [MetricPoint("loss", 0.1, 5, 0.0)])
         assert store.get_run("r1").metrics["loss"] == 0.1
         store.create_model_version("fraud_detector", "r1", "u", ModelStage.NONE, {})
         store.record_checkpoint("r1", 4, "file:///ckpt/4")
-        assert [c.step for c in store.list_checkpoints("r1")] == [4]
+        assert [c.step for c in store.list_checkpoints("r1").items] == [4]
+        store.set_system("r1", {"checkpoint": {"location": "file:///ckpt"}})
+        assert store.get_run("r1").system == {"checkpoint": {"location": "file:///ckpt"}}
+    finally:
+        store.close()
+    assert _revision_and_tables(f"sqlite:///{path}") == (db.head_revision(), TABLES)
+
+
+def test_a_database_saved_at_0003_upgrades_keeping_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(SAVED_0003, path)
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        runs = all_items(lambda cursor: store.list_runs(pipeline_id="fraud_model", limit=2,
+                                                        cursor=cursor))
+        assert [run.run_id for run in runs] == ["r2", "r1", "r0"]
+        assert [run.status for run in runs] == [RunStatus.RUNNING, *[RunStatus.COMPLETED] * 2]
+        for number, run in enumerate(reversed(runs)):
+            assert (run.system, run.spec_hash) == ({}, None)
+            assert run.params["training"]["optimizer"]["lr"] == 10.0 ** -(number + 2)
+            assert run.tags == {"process": {"host": "node1", "pid": 100 + number},
+                                "checkpoint": {"location": f"file:///ckpt/r{number}"}}
+            assert (run.metrics["test_auc"], run.metrics["loss"]) == (0.9 + number / 100, 1 / 6)
+            assert (run.data_version_id, run.git_commit) == ("d1", "abc")
+            assert [c.step for c in store.list_checkpoints(run.run_id).items] == [5]
+            assert len(store.get_metric_history(run.run_id, "loss").items) == 6
+        assert store.log_metrics("r2", [MetricPoint("loss", 0.1, 6, 0.0)], batch_id="b1") is False
+        assert store.get_model_version("fraud_detector", "1").run_id == "r1"
+        store.set_system("r2", {"process": {"host": "node1", "pid": 102}})
+        assert store.get_run("r2").system == {"process": {"host": "node1", "pid": 102}}
+        assert store.list_runs(spec_hash="0" * 64).items == ()
     finally:
         store.close()
     assert _revision_and_tables(f"sqlite:///{path}") == (db.head_revision(), TABLES)

@@ -47,11 +47,11 @@ def test_32_processes_lose_and_duplicate_nothing(db_url: str, tmp_path: Path) ->
     assert [w.exitcode for w in workers] == [0] * WRITERS
     store = SqlStore(db_url)
     try:
-        runs = store.search_runs(filter="experiment = 'concurrency'", limit=100)
+        runs = store.search_runs(filter="experiment = 'concurrency'", limit=100).items
         assert sorted(r.tags["writer"] for r in runs) == list(range(WRITERS))
         for run in runs:
             assert run.status is RunStatus.COMPLETED
-            history = store.get_metric_history(run.run_id, "loss")
+            history = store.get_metric_history(run.run_id, "loss").items
             assert [p.step for p in history] == list(range(POINTS))
             assert {p.value for p in history} == {float(run.tags["writer"])}
     finally:

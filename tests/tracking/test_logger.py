@@ -13,7 +13,7 @@ import pytest
 from trainforge.config import Settings
 from trainforge.entities import MetricPoint, RunStatus
 from trainforge.errors import StoreUnavailable
-from trainforge.storage import SqlStore
+from trainforge.storage import SqlStore, all_items
 from trainforge.storage.artifacts import open_artifact_store
 from trainforge.tracking import RunHandle, replay_spills, start_run
 from trainforge.tracking._logger import MetricLogger
@@ -60,7 +60,8 @@ def _start(store: Any, tmp_path: Path, **options: Any) -> RunHandle:
 
 
 def _count(store: SqlStore, run_id: str, key: str = "loss") -> list[int]:
-    return [p.step for p in store.get_metric_history(run_id, key)]
+    history = all_items(lambda cursor: store.get_metric_history(run_id, key, cursor=cursor))
+    return [p.step for p in history]
 
 
 def test_points_are_written_in_bulk_by_the_thread_without_flush(sqlite_store, tmp_path):
@@ -218,7 +219,7 @@ def test_metric_points_keep_nan_and_infinity_through_the_spill_file(flaky, tmp_p
     run.flush()
     flaky.down = False
     run.end()
-    [a] = flaky.store.get_metric_history(run.run_id, "a")
-    [b] = flaky.store.get_metric_history(run.run_id, "b")
+    [a] = flaky.store.get_metric_history(run.run_id, "a").items
+    [b] = flaky.store.get_metric_history(run.run_id, "b").items
     assert a.value != a.value and b.value == float("inf")
     assert isinstance(b, MetricPoint)

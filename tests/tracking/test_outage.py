@@ -129,7 +129,8 @@ def test_cutting_the_connection_mid_run_loses_nothing(proxied, tmp_path: Path) -
     assert stored.status is RunStatus.COMPLETED and stored.tags == {"during": "outage"}
     assert stored.data_version_id == "d" * 64
     assert direct.get_data_version("d" * 64).files == ({"path": "a.parquet"},)
-    assert [p.step for p in direct.get_metric_history(run.run_id, "loss")] == list(range(4000))
+    history = direct.get_metric_history(run.run_id, "loss").items
+    assert [p.step for p in history] == list(range(4000))
     assert not (Settings.from_env().spill_dir / f"{run.run_id}.jsonl").exists()
 
 
@@ -145,4 +146,4 @@ def test_a_run_that_ends_during_the_outage_lands_on_replay(proxied, tmp_path: Pa
     proxy.restore()
     assert replay_spills(direct) == {run.run_id: 2}  # one metric batch, the end
     assert direct.get_run(run.run_id).status is RunStatus.COMPLETED
-    assert [p.step for p in direct.get_metric_history(run.run_id, "loss")] == list(range(700))
+    assert [p.step for p in direct.get_metric_history(run.run_id, "loss").items] == list(range(700))

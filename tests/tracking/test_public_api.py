@@ -7,7 +7,7 @@ from trainforge import tracking
 def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
         "DEFAULT_CRASH_TIMEOUT_S", "GitState", "RunComparison", "RunHandle", "RunRecorder",
-        "TrackingStore", "active_run", "capture_environment", "collect_crashed_runs",
+        "active_run", "capture_environment", "collect_crashed_runs",
         "compare_runs", "comparison", "default_store", "get_metric_history", "get_run",
         "git_state", "parse_filter", "parse_sort", "replay_spills", "search_runs", "start_run",
     ]

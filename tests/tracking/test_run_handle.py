@@ -32,7 +32,7 @@ def test_completed_run_records_params_environment_and_metrics(store, artifacts):
     # the summary, then the last point of every series
     assert stored.metrics == {"test_auc": 0.91, "loss": 1 / 2500, "val_loss": 0.5, "val_auc": 0.9}
     assert {"python", "torch", "hostname", "command"} <= set(stored.environment)
-    history = store.get_metric_history(run.run_id, "loss")
+    history = store.get_metric_history(run.run_id, "loss").items
     assert [p.step for p in history] == list(range(2500))
     assert history[9].value == pytest.approx(0.1)
     assert stored.artifact_uri == artifacts.run_uri(run.run_id)
@@ -46,7 +46,7 @@ def test_exception_marks_the_run_failed_with_the_error_and_keeps_logged_points(s
     stored = store.get_run(run.run_id)
     assert stored.status is RunStatus.FAILED
     assert stored.error == "ValueError: boom"
-    assert len(store.get_metric_history(run.run_id, "loss")) == 1
+    assert len(store.get_metric_history(run.run_id, "loss").items) == 1
 
 
 def test_ctrl_c_marks_the_run_failed(store, artifacts):
@@ -107,8 +107,8 @@ def test_nested_runs_and_active_run(store, artifacts, tmp_path):
     assert active_run() is None
     stored = store.get_run(inner.run_id)
     assert (stored.parent_run_id, stored.tags) == (outer.run_id, {"trial": 1})
-    assert [r.run_id for r in store.search_runs(filter=f"parent_run_id = '{outer.run_id}'")] == [
-        inner.run_id]
+    children = store.search_runs(filter=f"parent_run_id = '{outer.run_id}'").items
+    assert [r.run_id for r in children] == [inner.run_id]
 
 
 def test_missing_parent_or_resumed_run_is_refused_before_anything_is_created(
@@ -117,7 +117,7 @@ def test_missing_parent_or_resumed_run_is_refused_before_anything_is_created(
         start_run("exp", parent="nope", store=store, artifacts=artifacts, code_dir=tmp_path)
     with pytest.raises(NotFound, match="run 'gone' not found"):
         start_run("exp", resume="gone", store=store, artifacts=artifacts, code_dir=tmp_path)
-    assert store.list_runs() == []
+    assert store.list_runs().items == ()
 
 
 def test_params_merge_and_logging_after_end_is_refused(store, artifacts, tmp_path):
@@ -142,7 +142,7 @@ def test_resume_reopens_the_run_and_sums_device_hours(store, artifacts, tmp_path
         time.sleep(0.05)
     stored = store.get_run(first.run_id)
     assert stored.status is RunStatus.COMPLETED and stored.device_hours > stopped.device_hours
-    assert [p.value for p in store.get_metric_history(first.run_id, "loss")] == [1.0, 0.5]
+    assert [p.value for p in store.get_metric_history(first.run_id, "loss").items] == [1.0, 0.5]
     with pytest.raises(Conflict, match="not in experiment 'other'"):
         start_run("other", resume=first.run_id, store=store, artifacts=artifacts)
 

@@ -27,7 +27,7 @@ def test_scalars_round_trip_through_tensorboards_reader(store, tmp_path: Path) -
     assert [e.step for e in losses] == list(range(50))
     assert losses[9].value == pytest.approx(0.1)
     assert [(e.step, round(e.value, 6)) for e in reader.Scalars("val_auc")] == [(49, 0.9)]
-    assert len(store.get_metric_history(run.run_id, "train/loss")) == 50
+    assert len(store.get_metric_history(run.run_id, "train/loss").items) == 50
 
 
 def test_a_resumed_run_purges_the_steps_it_logs_again(store, tmp_path: Path) -> None:

@@ -168,25 +168,25 @@ def test_a_tracked_run_records_checkpoints_and_drops_points_a_resume_logs_again(
             make_trainer(recorder=run, checkpoint_dir=location, **SETUP, checkpoint=policy,
                          callbacks=[RaiseAt(14, RuntimeError("crash"))]).fit()
         run.flush()
-        assert max(p.step for p in store.get_metric_history(run.run_id, "train_loss")) == 14
-        records = store.list_checkpoints(run.run_id, include_deleted=True)
+        assert max(p.step for p in store.get_metric_history(run.run_id, "train_loss").items) == 14
+        records = store.list_checkpoints(run.run_id, include_deleted=True).items
         assert [(r.step, r.deleted) for r in records] == [
             (4, True), (8, True), (10, False), (12, False)]
         assert records[2].metrics["val_loss"] > 0 and records[2].epoch == 1
 
         make_trainer(recorder=run, checkpoint_dir=location, resume=True, **SETUP,
                      checkpoint=policy).fit()
-    losses = store.get_metric_history(run.run_id, "train_loss")
+    losses = store.get_metric_history(run.run_id, "train_loss").items
     assert [p.step for p in losses] == list(range(1, 31))
     assert store.get_run(run.run_id).status is RunStatus.COMPLETED
-    assert [r.step for r in store.list_checkpoints(run.run_id)] == [28, 30]
+    assert [r.step for r in store.list_checkpoints(run.run_id).items] == [28, 30]
 
 
 def test_a_metric_that_was_not_finite_is_recorded_as_nan(tmp_path, store):
     with start_run("nan", store=store, artifacts=tmp_path, code_dir=tmp_path) as run:
         info = CheckpointInfo(3, "s3://b/step-3", 0, run.run_id, {"val_loss": None, "lr": 0.1})
         run.record_checkpoint(info.step, info.uri, info.epoch, info.metric_values)
-    [record] = store.list_checkpoints(run.run_id)
+    [record] = store.list_checkpoints(run.run_id).items
     assert math.isnan(record.metrics["val_loss"]) and record.metrics["lr"] == 0.1
 
 

@@ -104,7 +104,7 @@ def await_folder(folder: Path) -> None:
 def series(db_url: str, run_id: str) -> dict[str, list[tuple[int, str]]]:
     store = SqlStore(db_url)
     try:
-        return {key: [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, key)]
+        return {key: [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, key).items]
                 for key in SERIES}
     finally:
         store.close()

@@ -35,6 +35,7 @@ from trainforge.pipeline import (
     load_checked_spec,
     run_pipeline,
 )
+from trainforge.storage import all_items
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
@@ -195,7 +196,9 @@ def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
 @models_app.command("list")
 def models_list(as_json: _render.JsonFlag = False) -> None:
     """Every registered model version."""
-    rows = [model_row(v) for v in _context.store().list_model_versions()]
+    store = _context.store()
+    versions = all_items(lambda cursor: store.list_model_versions(cursor=cursor))
+    rows = [model_row(v) for v in versions]
     if as_json:
         _render.emit_json(rows)
         return
@@ -206,7 +209,8 @@ def models_list(as_json: _render.JsonFlag = False) -> None:
 @models_app.command("show")
 def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
     """All versions of model NAME with their lineage."""
-    versions = _context.store().list_model_versions(name)
+    store = _context.store()
+    versions = all_items(lambda cursor: store.list_model_versions(name, cursor=cursor))
     if not versions:
         _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
     if as_json:

@@ -4,7 +4,8 @@ the root callback, `begin`), and the store of their database."""
 from __future__ import annotations
 
 from trainforge.config import Settings
-from trainforge.tracking import TrackingStore, default_store
+from trainforge.storage import Store
+from trainforge.tracking import default_store
 
 _CURRENT: list[Settings] = []  # the settings of this CLI call; the CLI is the process's entry
 
@@ -19,5 +20,5 @@ def settings() -> Settings:
     return _CURRENT[0]
 
 
-def store() -> TrackingStore:
+def store() -> Store:
     return default_store(settings())

@@ -15,6 +15,7 @@ import typer
 from trainforge.cli import _context, _render
 from trainforge.cli._views import run_row, short_metrics
 from trainforge.errors import NotFound, QueryError
+from trainforge.storage import all_items
 from trainforge.tracking import (
     DEFAULT_CRASH_TIMEOUT_S,
     collect_crashed_runs,
@@ -44,7 +45,9 @@ def runs_list(
         runs = search_runs(experiment, filter, sort, limit, store=_context.store())
     except NotFound as exc:
         _render.fail(str(exc), 1)
-    names = {e.experiment_id: e.name for e in _context.store().list_experiments()}
+    store = _context.store()
+    names = {e.experiment_id: e.name
+             for e in all_items(lambda cursor: store.list_experiments(cursor=cursor))}
     rows = [run_row(r, names) for r in runs]
     if as_json:
         _render.emit_json(rows)

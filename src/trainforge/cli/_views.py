@@ -44,6 +44,8 @@ def run_fields(run: Run, experiment: str) -> list[tuple[str, Any]]:
         ("artifact_uri", run.artifact_uri),
         ("metrics", run.metrics),
         ("tags", run.tags),
+        ("spec_hash", run.spec_hash),
+        ("system", run.system),
         ("environment", run.environment),
         ("params", run.params),
     ]

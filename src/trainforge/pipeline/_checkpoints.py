@@ -22,11 +22,11 @@ from pydantic import ValidationError
 from trainforge.config import CheckpointSpec
 from trainforge.entities import CheckpointRecord, Run, RunStatus
 from trainforge.errors import CheckpointError, Conflict, NotFound
-from trainforge.tracking import TrackingStore
+from trainforge.storage import RunCheckpointStore, all_items
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 
 
-def open_run_checkpoints(store: TrackingStore, run_id: str) -> CheckpointManager:
+def open_run_checkpoints(store: RunCheckpointStore, run_id: str) -> CheckpointManager:
     """The manager of run `run_id`'s checkpoints, recording in `store` what it saves or deletes.
 
     Its location and policy are the run's recorded `checkpoint` system entry. `NotFound` for
@@ -47,7 +47,7 @@ def checkpoint_policy(run: Run) -> CheckpointSpec:
 
 
 def list_run_checkpoints(
-    store: TrackingStore, run_id: str, include_deleted: bool = False
+    store: RunCheckpointStore, run_id: str, include_deleted: bool = False
 ) -> list[CheckpointRecord]:
     """The records of run `run_id`'s checkpoints by step, reconciled with storage first.
 
@@ -55,11 +55,11 @@ def list_run_checkpoints(
     """
     with open_run_checkpoints(store, run_id) as manager:
         _reconcile(store, run_id, manager.list())
-    return store.list_checkpoints(run_id, include_deleted)
+    return _records(store, run_id, include_deleted)
 
 
 def gc_run_checkpoints(
-    store: TrackingStore,
+    store: RunCheckpointStore,
     run_id: str,
     keep_last: int | None = None,
     keep_best: int | None = None,
@@ -84,10 +84,19 @@ def gc_run_checkpoints(
         return sorted(manager.gc(keep_last, keep_best), key=lambda info: info.step)
 
 
-def _reconcile(store: TrackingStore, run_id: str, valid: Sequence[CheckpointInfo]) -> None:
+def _records(
+    store: RunCheckpointStore, run_id: str, include_deleted: bool
+) -> list[CheckpointRecord]:
+    return all_items(lambda cursor: store.list_checkpoints(run_id, include_deleted,
+                                                           cursor=cursor))
+
+
+def _reconcile(
+    store: RunCheckpointStore, run_id: str, valid: Sequence[CheckpointInfo]
+) -> None:
     """Make the store's records of run `run_id` agree with the `valid` checkpoints in storage:
     record those without a live record, mark deleted the live records not among them."""
-    records = {r.step: r for r in store.list_checkpoints(run_id, include_deleted=True)}
+    records = {r.step: r for r in _records(store, run_id, include_deleted=True)}
     in_storage = {info.step for info in valid}
     for info in valid:
         if info.step not in records or records[info.step].deleted:
@@ -97,7 +106,7 @@ def _reconcile(store: TrackingStore, run_id: str, valid: Sequence[CheckpointInfo
             store.mark_checkpoint_deleted(run_id, record.step)
 
 
-def _manager(store: TrackingStore, run: Run) -> CheckpointManager:
+def _manager(store: RunCheckpointStore, run: Run) -> CheckpointManager:
     location = (run.system.get("checkpoint") or {}).get("location")
     if not location:
         raise CheckpointError(
@@ -116,5 +125,5 @@ def _manager(store: TrackingStore, run: Run) -> CheckpointManager:
     )
 
 
-def _record(store: TrackingStore, run_id: str, info: CheckpointInfo) -> None:
+def _record(store: RunCheckpointStore, run_id: str, info: CheckpointInfo) -> None:
     store.record_checkpoint(run_id, info.step, info.uri, info.epoch, info.metric_values)

@@ -41,6 +41,7 @@ from trainforge.orchestration import Dag, StepEvent, run_dag
 from trainforge.pipeline._plan import plan_pipeline
 from trainforge.pipeline._run import PipelineResult, PipelineServices, run_tracked
 from trainforge.registry import GateResult
+from trainforge.storage import all_items
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle
 from trainforge.train import process_group
@@ -168,7 +169,8 @@ def _stopped_by(signum: signal.Signals, handle: RunHandle) -> BaseException:
     checkpoint at the next step on SIGTERM): SIGTERM a preemption after the run's newest
     checkpoint, SIGINT a Ctrl+C, others a training error."""
     if signum == signal.SIGTERM:
-        saved = handle.store.list_checkpoints(handle.run_id)
+        saved = all_items(lambda cursor: handle.store.list_checkpoints(handle.run_id,
+                                                                       cursor=cursor))
         return Preempted(signum.name, saved[-1].step if saved else None)
     if signum == signal.SIGINT:
         return KeyboardInterrupt()

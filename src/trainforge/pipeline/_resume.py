@@ -29,7 +29,7 @@ from typing import Any
 from trainforge.config import CheckpointSpec, PipelineSpec
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
-from trainforge.tracking import TrackingStore
+from trainforge.storage import RunStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
 STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
@@ -120,12 +120,12 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
     return (now - beat).total_seconds() < STALE_HEARTBEAT_S
 
 
-def find_resumable(store: TrackingStore, experiment_id: str, spec: PipelineSpec,
+def find_resumable(store: RunStore, experiment_id: str, spec: PipelineSpec,
                    spec_hash: str) -> Run | None:
     """The newest unfinished, abandoned run of this pipeline and spec hash with a checkpoint."""
     candidates = store.list_runs(experiment_id, limit=CANDIDATES, pipeline_id=spec.name,
                                  spec_hash=spec_hash)
-    for run in candidates:
+    for run in candidates.items:
         if run.status is RunStatus.COMPLETED or is_alive(run):
             continue
         recorded = run.system.get("checkpoint") or {}

@@ -45,8 +45,9 @@ from trainforge.pipeline._resume import (
     spec_changes,
 )
 from trainforge.registry import GateResult
+from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, TrackingStore, default_store, start_run
+from trainforge.tracking import RunHandle, default_store, start_run
 from trainforge.train import Callback
 
 log = logging.getLogger("trainforge")
@@ -68,11 +69,11 @@ class PipelineServices:
     environment's, read here once)."""
 
     settings: Settings
-    store: TrackingStore
+    store: Store
     artifacts: ArtifactStore
 
     @classmethod
-    def open(cls, settings: Settings | None = None, store: TrackingStore | None = None,
+    def open(cls, settings: Settings | None = None, store: Store | None = None,
              artifacts: ArtifactStore | None = None) -> PipelineServices:
         settings = settings or Settings.from_env()
         return cls(settings, store or default_store(settings),
@@ -89,7 +90,7 @@ def run_pipeline(
     overrides: Sequence[str] | None = None,
     *,
     settings: Settings | None = None,
-    store: TrackingStore | None = None,
+    store: Store | None = None,
     artifacts: ArtifactStore | None = None,
     listener: StepListener | None = None,
     callbacks: Sequence[Callback] = (),

@@ -1,9 +1,15 @@
-"""Storage: the SQL tracking database (SQLite or PostgreSQL) and the object store under artifacts.
+"""Storage: the store contracts, their SQL implementation (SQLite or PostgreSQL) and the object
+store under artifacts and checkpoints.
 
-Only this package imports SQLAlchemy. `open_store(url)` opens the database at `url`
-(`Settings.database_url`), migrating it to the newest schema first.
-Names are imported on first use, so the trainer can use `storage.objects` (checkpoint files)
-without loading the SQL store.
+`open_store(url)` opens the store a URL names (`Settings.database_url`), chosen by its scheme
+(`backends.py`); code takes the narrowest protocol of `contracts.py` it needs (`RunStore`,
+`MetricStore`, ... or `Store`). List methods return a `Page`; `all_items` walks every page.
+Only this package imports SQLAlchemy. `SqlStore` and `open_store` are imported on first use,
+so the trainer can use `storage.objects` (checkpoint files) without loading the SQL store.
+
+    >>> from trainforge.storage import all_items, open_store
+    >>> store = open_store("sqlite:///runs.db")                                # doctest: +SKIP
+    >>> runs = all_items(lambda cursor: store.list_runs(cursor=cursor))        # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -11,21 +17,50 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from trainforge.storage.sql_store import SqlStore, open_store
+from trainforge.storage.contracts import (
+    CheckpointStore,
+    DataVersionStore,
+    ExperimentStore,
+    MetricStore,
+    Page,
+    RegistryStore,
+    RunCheckpointStore,
+    RunRecordStore,
+    RunStore,
+    Store,
+    all_items,
+)
 
-_EXPORTS = {
+if TYPE_CHECKING:
+    from trainforge.storage.backends import open_store
+    from trainforge.storage.sql_store import SqlStore
+
+_LAZY = {
     "SqlStore": "trainforge.storage.sql_store",
-    "open_store": "trainforge.storage.sql_store",
+    "open_store": "trainforge.storage.backends",
 }
 
-__all__ = ["SqlStore", "open_store"]
+__all__ = [
+    "CheckpointStore",
+    "DataVersionStore",
+    "ExperimentStore",
+    "MetricStore",
+    "Page",
+    "RegistryStore",
+    "RunCheckpointStore",
+    "RunRecordStore",
+    "RunStore",
+    "SqlStore",
+    "Store",
+    "all_items",
+    "open_store",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
+    if name not in _LAZY:
         raise AttributeError(f"module 'trainforge.storage' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
 

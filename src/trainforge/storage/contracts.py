@@ -1,13 +1,311 @@
-"""Store contracts per area (placeholder until the per-area split lands)."""
+"""The store contracts: one small protocol per area, composed into `Store`.
+
+    ExperimentStore   experiments and pipelines
+    RunStore          runs: lifecycle, params, tags, system state, liveness, listing and search
+    MetricStore       metric series and the latest / summary values `Run.metrics` shows
+    CheckpointStore   records of the checkpoints runs saved
+    DataVersionStore  content-addressed data versions
+    RegistryStore     model versions
+    Store             all of them, plus `close()`: what `open_store(url)` returns
+
+A function takes the narrowest of these it needs (`RunCheckpointStore` and `RunRecordStore`
+name the two combinations used in several places). `trainforge.storage.SqlStore` implements
+`Store` on SQLite and PostgreSQL; `tests/contracts/` checks every rule below on each backend.
+
+Rules every area follows:
+- every method is one unit of work (its own transaction) and safe to call from any thread;
+  a store object is meant to be shared by the threads of a process;
+- methods hand out frozen records of `trainforge.entities` that the caller owns; the store keeps
+  no reference to what it was given or handed out;
+- `NotFound` names what is missing ("run 'x' not found"); `Conflict` says what a write collides
+  with; `StoreUnavailable` means the database cannot be reached now (connection refused or
+  lost, a lock wait timed out) and the call may be retried, or its write spilled and replayed;
+- every datetime handed out is timezone-aware UTC;
+- a metric value of NaN reads back as NaN, everywhere.
+
+Listing (`Page`): every list method takes `limit` (>= 1, else `ValueError`) and `cursor`, and
+returns one `Page` whose `next_cursor` fetches the next one (None on the last page). A cursor
+is an opaque string, valid only for the method and the arguments (except `limit`) that made
+it; a malformed cursor or one made for another listing raises `ValueError` naming it. Pages are
+keyset pages: a cursor holds the sort key of the last item it covered, so walking all pages
+returns every item that existed throughout exactly once, in order, whatever is inserted
+meanwhile; an item inserted meanwhile shows up only if it sorts after the cursor (never, for
+runs newer than the listing when the order is newest first). An item whose sort key changes
+between two pages (a search sorted by a metric the run is still logging) may be seen twice or
+not at all. `all_items(fetch)` walks every page for callers that need everything.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
 
-from trainforge.entities import ModelStage, ModelVersion
+from trainforge.entities import (
+    CheckpointRecord,
+    DataVersion,
+    Experiment,
+    MetricPoint,
+    ModelStage,
+    ModelVersion,
+    Pipeline,
+    Run,
+    RunStatus,
+)
+
+T = TypeVar("T")
+DEFAULT_LIMIT = 100
+HISTORY_LIMIT = 10_000  # metric series are long and their points small
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing: `items` in the listing's order, and the cursor of the next page
+    (None when this is the last)."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None = None
+
+
+def all_items(fetch: Callable[[str | None], Page[T]]) -> list[T]:
+    """Every item of a listing: `fetch(cursor)` is called with None, then with each page's
+    `next_cursor` until there is none.
+
+    Example: `all_items(lambda cursor: store.list_checkpoints(run_id, cursor=cursor))`.
+    """
+    items: list[T] = []
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        items.extend(page.items)
+        if page.next_cursor is None:
+            return items
+        cursor = page.next_cursor
+
+
+class ExperimentStore(Protocol):
+    """Experiments (named groups of runs) and pipelines (a DAG's wiring).
+
+    - `get_or_create_experiment` is a race-free upsert by name: concurrent callers with one name
+      all get the same experiment; the description is set only when it is created;
+    - `upsert_pipeline` inserts or replaces the pipeline with that id (last writer wins);
+    - `list_experiments` orders by name (names are unique); the cursor holds the last name;
+    - `get_experiment` raises `NotFound` for an unknown id. Nothing here raises `Conflict`;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def get_or_create_experiment(self, name: str, description: str = "") -> Experiment: ...
+
+    def get_experiment(self, experiment_id: str) -> Experiment: ...
+
+    def list_experiments(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[Experiment]: ...
+
+    def upsert_pipeline(self, pipeline: Pipeline) -> Pipeline: ...
+
+
+class RunStore(Protocol):
+    """Runs: created RUNNING, ended once per attempt (a resume reopens one), never deleted.
+
+    User data and system state never share a namespace: `params` and `tags` belong to the
+    user; `system` holds what trainforge itself reads back (liveness host and pid, checkpoint
+    location and policy, the spec path and overrides a run started with), and `spec_hash` the
+    hash of the resolved spec a pipeline run executes (indexed, so that `resume: auto` finds
+    the runs of one spec with `list_runs(spec_hash=...)`).
+
+    - `create_run`: a new RUNNING run, heartbeat now. `Conflict` when `run_id` is taken (the
+      only `Conflict` of this area);
+      `NotFound` for a missing experiment, pipeline or parent run; `ValueError` for a
+      `spec_hash` that is empty or longer than 64 characters;
+    - `log_params`, `set_tags`, `set_system` merge top-level keys (a key given again is
+      replaced) as one read-modify-write under the run's lock: concurrent merges into one run
+      lose no key. They are idempotent;
+    - `set_data_version` links a stored data version (`NotFound` for a missing one);
+    - `end_run` sets status, error and end time (now by default), overwriting an earlier
+      end (a replayed end record lands the same); `reopen_run` makes a run RUNNING again (no
+      end, no error, heartbeat now), whatever its status;
+    - `heartbeat` sets the heartbeat to now and adds `device_hours` (>= 0, else `ValueError`);
+      a CRASHED run that beats is alive after all and becomes RUNNING again;
+    - `mark_crashed` ends as CRASHED every RUNNING run not seen since `heartbeat_before` (its
+      end is its last heartbeat) and returns them, oldest first;
+    - every method taking a `run_id` raises `NotFound` for an unknown run;
+    - `list_runs` orders newest `started_at` first, then by run id; the cursor holds that pair,
+      so runs started after the listing began never show up on its later pages;
+    - `search_runs` filters and sorts with the query language of `trainforge.storage.query`
+      (`metrics.`, `params.`, `tags.`, `system.` fields; `QueryError` for a malformed filter or
+      sort), then newest first, then by run id; the
+      cursor holds the sort values of the last run it covered (see the module docstring for
+      values that change meanwhile);
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def create_run(
+        self,
+        experiment_id: str,
+        params: dict[str, Any],
+        environment: dict[str, Any],
+        artifact_uri: str,
+        git_commit: str | None = None,
+        git_dirty: bool | None = None,
+        pipeline_id: str | None = None,
+        run_id: str | None = None,
+        parent_run_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        system: dict[str, Any] | None = None,
+        spec_hash: str | None = None,
+    ) -> Run: ...
+
+    def get_run(self, run_id: str) -> Run: ...
+
+    def list_runs(
+        self,
+        experiment_id: str | None = None,
+        status: RunStatus | None = None,
+        pipeline_id: str | None = None,
+        spec_hash: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[Run]: ...
+
+    def search_runs(
+        self,
+        experiment_ids: Sequence[str] | None = None,
+        filter: str | None = None,
+        sort: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[Run]: ...
+
+    def log_params(self, run_id: str, params: dict[str, Any]) -> None: ...
+
+    def set_tags(self, run_id: str, tags: dict[str, Any]) -> None: ...
+
+    def set_system(self, run_id: str, values: dict[str, Any]) -> None: ...
+
+    def set_data_version(self, run_id: str, data_version_id: str) -> None: ...
+
+    def end_run(
+        self, run_id: str, status: RunStatus, error: str | None = None,
+        ended_at: datetime | None = None,
+    ) -> Run: ...
+
+    def reopen_run(self, run_id: str) -> Run: ...
+
+    def heartbeat(self, run_id: str, device_hours: float = 0.0) -> None: ...
+
+    def mark_crashed(self, heartbeat_before: datetime) -> list[Run]: ...
+
+
+class MetricStore(Protocol):
+    """Metric series of runs, and the latest values `Run.metrics`, filters and sorts read.
+
+    - `log_metrics` appends points (any order; the series is read back by step, then
+      timestamp, then insertion) and moves each key's latest value forward, in one unit of
+      work. With a `batch_id` it is idempotent: a batch already stored for the run is skipped
+      whole and False returned, so replaying a spilled batch never duplicates a point;
+    - a key's latest value is its summary value when one was set (`set_summary_metrics`, a
+      key given again is replaced), else its last logged point (highest step, then latest
+      timestamp);
+    - `delete_metrics_after(run_id, step)` rewinds the series to the checkpoint a run resumes
+      from: the points above `step` go, and each latest value taken from one of them falls back
+      to the key's last point left; summaries stay. It returns how many points were deleted;
+    - `get_metric_history` pages through a series (cursor: the last point's position); with
+      `max_points` (>= 2, else `ValueError`) it returns the whole series downsampled to at most
+      that many points (each bucket's minimum and maximum), in one page, and takes no cursor;
+    - `metric_keys` lists a run's series names in order (cursor: the last name);
+    - every method raises `NotFound` for an unknown run; an unknown key is an empty series.
+      Nothing here raises `Conflict`;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def log_metrics(
+        self, run_id: str, points: Sequence[MetricPoint], batch_id: str | None = None
+    ) -> bool: ...
+
+    def set_summary_metrics(self, run_id: str, metrics: dict[str, float]) -> None: ...
+
+    def get_metric_history(
+        self,
+        run_id: str,
+        key: str,
+        max_points: int | None = None,
+        limit: int = HISTORY_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[MetricPoint]: ...
+
+    def metric_keys(
+        self, run_id: str, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[str]: ...
+
+    def delete_metrics_after(self, run_id: str, step: int) -> int: ...
+
+
+class CheckpointStore(Protocol):
+    """Records of the checkpoints a run saved; storage holds the checkpoints themselves.
+
+    - a record is keyed by (run, step): recording a step again (a resumed run saving it anew)
+      overwrites uri, epoch, metrics and creation time and clears its deletion;
+    - `mark_checkpoint_deleted` records that storage confirmed the deletion of the files; the
+      record stays (the run's history still shows it) and a second call keeps the first time.
+      `NotFound` when the run has no record at that step;
+    - `list_checkpoints` orders by step (cursor: the last step); deleted ones only with
+      `include_deleted`;
+    - non-finite metric values read back as NaN; every method raises `NotFound` for an
+      unknown run. Nothing here raises `Conflict`;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def record_checkpoint(
+        self, run_id: str, step: int, uri: str, epoch: int | None = None,
+        metrics: dict[str, float] | None = None,
+    ) -> CheckpointRecord: ...
+
+    def mark_checkpoint_deleted(self, run_id: str, step: int) -> None: ...
+
+    def list_checkpoints(
+        self,
+        run_id: str,
+        include_deleted: bool = False,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[CheckpointRecord]: ...
+
+
+class DataVersionStore(Protocol):
+    """Content-addressed data versions: an id names exactly one set of files, so a version is
+    never changed once stored.
+
+    - `put_data_version` is a race-free insert: putting an id already stored returns the stored
+      record unchanged (whatever else the argument says) and never raises `Conflict`;
+    - `get_data_version` raises `NotFound` for an unknown id;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def put_data_version(self, version: DataVersion) -> DataVersion: ...
+
+    def get_data_version(self, data_version_id: str) -> DataVersion: ...
 
 
 class RegistryStore(Protocol):
+    """Registered model versions, numbered "1", "2", ... per model name.
+
+    - `create_model_version` takes the next number; concurrent registrations of one model get
+      distinct numbers (`Conflict` only if no number could be taken after many retries).
+      `NotFound` for a missing run;
+    - `get_model_version` raises `NotFound` naming the model and version;
+    - `list_model_versions` orders by model name, then version number (cursor: that pair); a
+      version is never changed or deleted here;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
     def create_model_version(
         self,
         model_name: str,
@@ -20,3 +318,30 @@ class RegistryStore(Protocol):
     ) -> ModelVersion: ...
 
     def get_model_version(self, model_name: str, version: str) -> ModelVersion: ...
+
+    def list_model_versions(
+        self, model_name: str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[ModelVersion]: ...
+
+
+class RunCheckpointStore(RunStore, CheckpointStore, Protocol):
+    """Runs and their checkpoint records: what listing and pruning a run's checkpoints needs."""
+
+
+class RunRecordStore(RunStore, MetricStore, DataVersionStore, Protocol):
+    """Runs, their metric series and data versions: what a run's records (params, tags,
+    metrics, data version, heartbeats, end) are written to, live or replayed from a spill
+    file."""
+
+
+class Store(
+    ExperimentStore, RunStore, MetricStore, CheckpointStore, DataVersionStore, RegistryStore,
+    Protocol,
+):
+    """Every area of the store; `open_store(url)` returns one.
+
+    `close()` releases the store's connections; the store can still be used afterwards (it
+    reconnects). Its repr never shows a password.
+    """
+
+    def close(self) -> None: ...

@@ -26,12 +26,22 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
+from trainforge.config import mask_url_password
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Execution option: begin this connection's transactions with the write lock held (SQLite).
 WRITE = "trainforge_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Key of the PostgreSQL advisory lock serialising schema upgrades ("tfmigrat" in ASCII).
 _PG_MIGRATION_LOCK = 0x74666D6967726174
+
+
+def shown_url(url: str) -> str:
+    """`url` with its password masked, for messages; a URL too malformed to parse is not shown."""
+    try:
+        return mask_url_password(url)
+    except ValueError:
+        return "<malformed URL>"
 
 
 def make_engine(url: str) -> Engine:

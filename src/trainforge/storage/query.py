@@ -4,15 +4,15 @@ Pure functions, no SQL and no `eval`; `sql_search.py` translates the AST for the
 
     filter  := comparison ("and" comparison)*
     comparison := field op value
-    field   := "metrics." name | "params." name | "tags." name | "status" | "experiment"
-               | "run_id" | "parent_run_id"
+    field   := "metrics." name | "params." name | "tags." name | "system." name | "status"
+               | "experiment" | "run_id" | "parent_run_id"
     op      := "=" | "!=" | "<" | "<=" | ">" | ">="
     value   := number | 'text' | "text"
     sort    := ["-"] (field | "started_at" | "ended_at") ("," sort)*     ("-": descending)
 
-A name is letters, digits and `_ . / -` (starting with a letter or `_`); dots in a params or tags
-name walk into nested dicts (`params.training.optimizer.lr`). Errors are `QueryError`s naming
-the position and what was expected there.
+A name is letters, digits and `_ . / -` (starting with a letter or `_`); dots in a params, tags
+or system name walk into nested dicts (`params.training.optimizer.lr`, `system.process.host`).
+Errors are `QueryError`s naming the position and what was expected there.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Literal
 from trainforge.entities import RunStatus
 from trainforge.errors import QueryError
 
-Kind = Literal["metrics", "params", "tags", "attribute"]
+Kind = Literal["metrics", "params", "tags", "system", "attribute"]
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 FILTER_ATTRIBUTES = ("status", "experiment", "run_id", "parent_run_id")
 SORT_ATTRIBUTES = ("started_at", "ended_at", "status", "run_id")
-_PREFIXES: tuple[Kind, ...] = ("metrics", "params", "tags")
+_PREFIXES: tuple[Kind, ...] = ("metrics", "params", "tags", "system")
 _NAME = re.compile(r"[A-Za-z_][\w./-]*")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 _OPERATOR = re.compile(r"!=|<=|>=|=|<|>")
@@ -37,8 +37,8 @@ _WORD_AND = re.compile(r"and(?![\w.])", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Field:
-    """`kind` "attribute" names a run column; otherwise `name` is the metric / param / tag key
-    (for params and tags, `path` is that key split on dots)."""
+    """`kind` "attribute" names a run column; otherwise `name` is the metric / param / tag /
+    system key (for all but metrics, `path` is that key split on dots)."""
 
     kind: Kind
     name: str
@@ -85,11 +85,12 @@ def parse_sort(text: str | None) -> tuple[SortKey, ...]:
     while True:
         descending = scanner.take(re.compile(r"-")) is not None
         start = scanner.position
-        field = _field(scanner, "a sort key (metrics.X, params.X, tags.X or "
+        field = _field(scanner, "a sort key (metrics.X, params.X, tags.X, system.X or "
                        + ", ".join(SORT_ATTRIBUTES) + ")")
         if field.kind == "attribute" and field.name not in SORT_ATTRIBUTES:
             raise QueryError(text, start, f"cannot sort by {field.name!r}; expected metrics.X, "
-                             f"params.X, tags.X or one of {', '.join(SORT_ATTRIBUTES)}")
+                             f"params.X, tags.X, system.X or one of "
+                             f"{', '.join(SORT_ATTRIBUTES)}")
         keys.append(SortKey(field, descending))
         if scanner.at_end():
             return tuple(keys)
@@ -98,11 +99,12 @@ def parse_sort(text: str | None) -> tuple[SortKey, ...]:
 
 def _comparison(scanner: _Scanner) -> Comparison:
     start = scanner.position
-    field = _field(scanner, "a field (metrics.X, params.X, tags.X, "
+    field = _field(scanner, "a field (metrics.X, params.X, tags.X, system.X, "
                    + ", ".join(FILTER_ATTRIBUTES) + ")")
     if field.kind == "attribute" and field.name not in FILTER_ATTRIBUTES:
         raise QueryError(scanner.text, start, f"unknown field {field.name!r}; expected "
-                         f"metrics.X, params.X, tags.X or one of {', '.join(FILTER_ATTRIBUTES)}")
+                         f"metrics.X, params.X, tags.X, system.X or one of "
+                         f"{', '.join(FILTER_ATTRIBUTES)}")
     op = scanner.expect(_OPERATOR, "an operator (" + " ".join(OPERATORS) + ")")
     value_at = scanner.skip_space()
     value = _value(scanner)
@@ -117,10 +119,10 @@ def _field(scanner: _Scanner, expected: str) -> Field:
     if prefix in _PREFIXES:
         if not rest or rest.endswith(".") or ".." in rest:
             raise QueryError(scanner.text, start, f"expected a name after '{prefix}.'")
-        return Field(prefix, rest)  # type: ignore[arg-type]
+        return Field(prefix, rest)
     if "." in name:
         raise QueryError(scanner.text, start, f"unknown field {name!r}; expected it to start "
-                         "with metrics., params. or tags.")
+                         "with metrics., params., tags. or system.")
     return Field("attribute", name)
 
 

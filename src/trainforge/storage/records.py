@@ -53,8 +53,8 @@ def to_run(row: RunRow, metrics: dict[str, float]) -> Run:
         data_version_id=row.data_version_id, error=row.error, pipeline_id=row.pipeline_id,
         parent_run_id=row.parent_run_id,
         heartbeat_at=None if row.heartbeat_at is None else as_utc(row.heartbeat_at),
-        device_hours=float(row.device_hours or 0.0),
-        system=dict(row.system or {}), spec_hash=row.spec_hash,
+        device_hours=float(row.device_hours or 0.0), system=dict(row.system),
+        spec_hash=row.spec_hash,
     )
 
 

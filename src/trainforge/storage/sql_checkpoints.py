@@ -5,39 +5,42 @@ session (transaction).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Select, delete, false, func, insert, literal, select
+from sqlalchemy import Select, Table, delete, false, func, insert, literal, select
 from sqlalchemy.orm import Session
 
 from trainforge.entities import CheckpointRecord
 from trainforge.storage.records import metrics_from_json, metrics_json
 from trainforge.storage.sql_metrics import Upsert
+from trainforge.storage.sql_pages import OrderKey
 from trainforge.storage.tables import CheckpointRow, MetricRow, RunMetricRow, as_utc, utcnow
 
-_LATEST = RunMetricRow.__table__
-_SERIES = MetricRow.__table__
+_LATEST = cast(Table, RunMetricRow.__table__)
+_SERIES = cast(Table, MetricRow.__table__)
+BY_STEP = (OrderKey(CheckpointRow.step, (int,)),)
 
 
 def upsert_checkpoint(session: Session, upsert: Upsert, run_id: str, step: int, uri: str,
                       epoch: int | None, metrics: dict[str, float]) -> CheckpointRecord:
     """Record the checkpoint at (run, step), overwriting one recorded there before: new uri,
     epoch, metrics and creation time, and no longer deleted."""
-    stored = metrics_json(metrics)
-    fields = {"uri": uri, "epoch": epoch, "metrics": stored, "created_at": utcnow(),
+    stored, created_at = metrics_json(metrics), utcnow()
+    fields = {"uri": uri, "epoch": epoch, "metrics": stored, "created_at": created_at,
               "deleted_at": None}
     session.execute(upsert(CheckpointRow).values(run_id=run_id, step=step, **fields)
                     .on_conflict_do_update(index_elements=["run_id", "step"], set_=fields))
     return CheckpointRecord(run_id=run_id, step=step, uri=uri, epoch=epoch,
-                            metrics=metrics_from_json(stored), created_at=fields["created_at"])
+                            metrics=metrics_from_json(stored), created_at=created_at)
 
 
-def checkpoints(session: Session, run_id: str, include_deleted: bool) -> list[CheckpointRecord]:
-    """The run's checkpoints by step; those whose files were deleted only if `include_deleted`."""
+def checkpoints(run_id: str, include_deleted: bool) -> Select[Any]:
+    """The run's checkpoint rows, to be ordered `BY_STEP`; those whose files were deleted only
+    if `include_deleted`."""
     query = select(CheckpointRow).where(CheckpointRow.run_id == run_id)
     if not include_deleted:
         query = query.where(CheckpointRow.deleted_at.is_(None))
-    return [_record(row) for row in session.scalars(query.order_by(CheckpointRow.step))]
+    return query
 
 
 def rewind_series(session: Session, run_id: str, step: int) -> int:
@@ -69,7 +72,7 @@ def _last_points(run_id: str, keys: list[str]) -> Select[Any]:
                   ranked.c.timestamp, false()).where(ranked.c.position == 1)
 
 
-def _record(row: CheckpointRow) -> CheckpointRecord:
+def record(row: CheckpointRow) -> CheckpointRecord:
     return CheckpointRecord(
         run_id=row.run_id, step=row.step, uri=row.uri, epoch=row.epoch,
         metrics=metrics_from_json(row.metrics), created_at=as_utc(row.created_at),

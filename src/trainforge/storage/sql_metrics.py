@@ -1,5 +1,6 @@
-"""Metric statements of the SQL store: bulk point inserts, latest-value upserts, history with
-server-side min/max downsampling. Each function runs inside the caller's session (transaction).
+"""Metric statements of the SQL store: bulk point inserts, latest-value upserts, series pages
+and server-side min/max downsampling. Each function runs inside the caller's session
+(transaction).
 """
 
 from __future__ import annotations
@@ -8,15 +9,20 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, false, func, or_, select
+from sqlalchemy import Select, and_, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from trainforge.entities import MetricPoint
+from trainforge.storage.sql_pages import OrderKey
 from trainforge.storage.tables import MetricBatchRow, MetricRow, RunMetricRow, utcnow
 
 Upsert = Callable[[Any], sqlite.Insert | postgresql.Insert]
 _LATEST = RunMetricRow.__table__
+_POINT: tuple[Any, ...] = (MetricRow.step, MetricRow.timestamp, MetricRow.value)
+# A series' order: by step, then timestamp, then insertion (the id breaks every tie).
+SERIES_ORDER = (OrderKey(MetricRow.step, (int,)), OrderKey(MetricRow.timestamp, (float, int)),
+                OrderKey(MetricRow.id, (int,)))
 _POINT_COLUMNS = "run_id, key, step, timestamp, value"
 
 
@@ -111,28 +117,37 @@ def latest_values(session: Session, run_ids: Sequence[str]) -> dict[str, dict[st
     return found
 
 
-def history(session: Session, run_id: str, key: str, max_points: int | None) -> list[MetricPoint]:
-    """The series by step, timestamp, insertion; with `max_points`, at most that many points:
-    the steps are cut into max_points // 2 equal buckets and each bucket keeps its minimum and
-    its maximum point (NaN counts as an extreme only in a bucket of NaNs), so spikes survive."""
-    series = and_(MetricRow.run_id == run_id, MetricRow.key == key)
-    if max_points is not None:
-        low, high, count = session.execute(
-            select(func.min(MetricRow.step), func.max(MetricRow.step), func.count())
-            .where(series)
-        ).one()
-        if count > max_points:
-            return _downsampled(session, series, low, high - low + 1, max_points // 2, key)
-    query = (select(MetricRow.step, MetricRow.timestamp, MetricRow.value).where(series)
-             .order_by(MetricRow.step, MetricRow.timestamp, MetricRow.id))
-    return [MetricPoint(key, loaded(v), s, t) for s, t, v in session.execute(query)]
+def series(run_id: str, key: str) -> Select[Any]:
+    """The points of one series (step, timestamp, value), to be ordered by `SERIES_ORDER`."""
+    return select(*_POINT).where(MetricRow.run_id == run_id, MetricRow.key == key)
 
 
-def _downsampled(session: Session, series: Any, low: int, span: int, buckets: int,
+def point(key: str, row: Sequence[Any]) -> MetricPoint:
+    """The point of a row of `series` (step, timestamp, value first)."""
+    step, timestamp, value = row[:3]
+    return MetricPoint(key, loaded(value), step, timestamp)
+
+
+def downsampled(session: Session, run_id: str, key: str, max_points: int) -> list[MetricPoint]:
+    """At most `max_points` points of the series, by step, timestamp, insertion: the steps are
+    cut into max_points // 2 equal buckets and each bucket keeps its minimum and its maximum
+    point (NaN counts as an extreme only in a bucket of NaNs), so spikes survive. A series no
+    longer than `max_points` comes back whole."""
+    of_series = and_(MetricRow.run_id == run_id, MetricRow.key == key)
+    low, high, count = session.execute(
+        select(func.min(MetricRow.step), func.max(MetricRow.step), func.count()).where(of_series)
+    ).one()
+    if count > max_points:
+        return _downsampled(session, of_series, low, high - low + 1, max_points // 2, key)
+    query = series(run_id, key).order_by(*(k.expression for k in SERIES_ORDER))
+    return [point(key, row) for row in session.execute(query)]
+
+
+def _downsampled(session: Session, of_series: Any, low: int, span: int, buckets: int,
                  key: str) -> list[MetricPoint]:
     bucket = ((MetricRow.step - low) * buckets) // span
     points = select(MetricRow.id, MetricRow.step, MetricRow.timestamp, MetricRow.value,
-                    bucket.label("bucket")).where(series).subquery()
+                    bucket.label("bucket")).where(of_series).subquery()
     by_value = (points.c.value.asc().nulls_last(), points.c.step, points.c.id)
     by_value_desc = (points.c.value.desc().nulls_last(), points.c.step, points.c.id)
     ranked = select(

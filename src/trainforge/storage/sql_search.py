@@ -2,31 +2,59 @@
 
 - `metrics.X` reads `run_metrics` (summary value, else last logged point): a filter is an `IN`
   over the (key, value) index, a sort a left join on the (run, key) primary key;
-- `params.a.b` and `tags.a.b` are JSON paths into the run's columns (`json_extract` on SQLite,
-  `jsonb_extract_path` on PostgreSQL). A number compares only with numbers and a string only
-  with strings, so a run whose value has the other type (or none) never matches;
-- a params / tags sort puts numbers (by value) before strings (by text), on both backends;
-- every sort puts missing values last, then breaks ties by newest `started_at`, then run id.
+- `params.a.b`, `tags.a.b` and `system.a.b` are JSON paths into the run's columns
+  (`json_extract` on SQLite, `jsonb_extract_path` on PostgreSQL). A number compares only with
+  numbers and a string only with strings, so a run whose value has the other type (or none)
+  never matches;
+- a params / tags / system sort puts numbers (by value) before strings (by text), on both
+  backends;
+- every sort puts missing values last, then breaks ties by newest `started_at`, then run id;
+  those keys are what a page's cursor holds (`sql_pages`). SQLite stores a datetime as text and
+  compares it as text, so there a time key is that text, exactly as stored: a cursor then
+  compares as ORDER BY sorts, even a time another writer stored without microseconds.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Double, Select, and_, case, cast, func, select
+from sqlalchemy import Double, Select, String, and_, case, cast, func, select, type_coerce
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import InstrumentedAttribute, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
+from trainforge.storage.cursors import Types
 from trainforge.storage.query import Comparison, SortKey
+from trainforge.storage.sql_pages import NoneType, OrderKey
 from trainforge.storage.tables import ExperimentRow, RunMetricRow, RunRow
 
 _OPERATORS: dict[str, Callable[[Any, Any], ColumnElement[bool]]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge,
 }
+_JSON_COLUMNS: dict[str, InstrumentedAttribute[dict[str, Any]]] = {
+    "params": RunRow.params, "tags": RunRow.tags, "system": RunRow.system,
+}
+_NUMBER: Types = (int, float, NoneType)
+_TEXT: Types = (str, NoneType)
+_TEXT_ATTRIBUTES = ("status", "run_id")
+
+
+def newest_first(dialect: str) -> tuple[OrderKey, OrderKey]:
+    """The order every run listing ends with: newest first, ties (one clock tick) by run id."""
+    return (time_key(dialect, RunRow.started_at, descending=True),
+            OrderKey(RunRow.run_id, (str,)))
+
+
+def time_key(dialect: str, column: InstrumentedAttribute[Any], descending: bool,
+             nullable: bool = False) -> OrderKey:
+    """A key on a datetime column: its text as stored on SQLite (see the module docstring)."""
+    kind: type = str if dialect == "sqlite" else datetime
+    expression = type_coerce(column, String) if dialect == "sqlite" else column
+    return OrderKey(expression, (kind, NoneType) if nullable else (kind,), descending)
 
 
 def search_query(
@@ -34,33 +62,34 @@ def search_query(
     experiment_ids: Sequence[str] | None,
     comparisons: Sequence[Comparison],
     sort: Sequence[SortKey],
-    limit: int,
-    offset: int,
-) -> Select[str]:
-    """The ids of the matching runs, in order, one page of them."""
+) -> tuple[Select[Any], list[OrderKey]]:
+    """The ids of the matching runs, and the keys that order them (the sort, then newest
+    first, then run id): `sql_pages.page_query` makes one page of it."""
     query = select(RunRow.run_id)
     if experiment_ids is not None:
         query = query.where(RunRow.experiment_id.in_(list(experiment_ids)))
     for comparison in comparisons:
         query = query.where(_condition(dialect, comparison))
-    order = []
+    keys: list[OrderKey] = []
     for key in sort:
         if key.field.kind == "metrics":
             latest = aliased(RunMetricRow)
             query = query.outerjoin(
                 latest, and_(latest.run_id == RunRow.run_id, latest.key == key.field.name)
             )
-            expressions: list[Any] = [latest.value]
+            keys.append(OrderKey(latest.value, _NUMBER, key.descending))
+        elif key.field.name in _TEXT_ATTRIBUTES:
+            keys.append(OrderKey(getattr(RunRow, key.field.name), (str,), key.descending))
         elif key.field.kind == "attribute":
-            expressions = [getattr(RunRow, key.field.name)]
+            nullable = bool(RunRow.__table__.c[key.field.name].nullable)
+            keys.append(time_key(dialect, getattr(RunRow, key.field.name), key.descending,
+                                 nullable))
         else:
-            column = RunRow.params if key.field.kind == "params" else RunRow.tags
-            expressions = [_json_scalar(dialect, column, key.field.path, numeric)
-                           for numeric in (True, False)]
-        order += [(e.desc() if key.descending else e.asc()).nulls_last() for e in expressions]
-    return query.order_by(*order, RunRow.started_at.desc(), RunRow.run_id).limit(limit).offset(
-        offset
-    )
+            column = _JSON_COLUMNS[key.field.kind]
+            keys += [OrderKey(_json_scalar(dialect, column, key.field.path, numeric), types,
+                              key.descending)
+                     for numeric, types in ((True, _NUMBER), (False, _TEXT))]
+    return query, [*keys, *newest_first(dialect)]
 
 
 def _condition(dialect: str, comparison: Comparison) -> ColumnElement[bool]:
@@ -71,8 +100,8 @@ def _condition(dialect: str, comparison: Comparison) -> ColumnElement[bool]:
             RunMetricRow.key == field.name, compare(RunMetricRow.value, value)
         )
         return RunRow.run_id.in_(matching)
-    if field.kind in ("params", "tags"):
-        column = RunRow.params if field.kind == "params" else RunRow.tags
+    if field.kind in _JSON_COLUMNS:
+        column = _JSON_COLUMNS[field.kind]
         return compare(_json_scalar(dialect, column, field.path, isinstance(value, float)), value)
     if field.name == "experiment":
         named = select(ExperimentRow.experiment_id).where(compare(ExperimentRow.name, value))

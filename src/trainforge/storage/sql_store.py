@@ -1,26 +1,22 @@
-"""`SqlStore`: the one implementation of `trainforge.tracking.TrackingStore`, over SQLAlchemy.
+"""`SqlStore`: the one SQL implementation of `trainforge.storage.Store`, over SQLAlchemy.
 
-The URL picks the backend: `sqlite:///path/to/file.db` or `postgresql+psycopg://user@host/db`.
-Rules, beyond the contract's:
+The URL picks the backend: `sqlite:///path/to/file.db` or `postgresql+psycopg://user@host/db`
+(`open_store(url)` chooses this class for both). The rules of `storage/contracts.py` hold;
+beyond them:
 - the schema is migrated to the newest revision when the store is opened;
 - every public method is one transaction; writes on SQLite take the write lock when they begin,
-  so read-modify-write methods (`set_tags`, `set_summary_metrics`) never lose an update, and on
-  PostgreSQL they lock the run row;
-- `log_metrics` with a `batch_id` is idempotent: a batch already stored is skipped whole, so
-  replaying a spilled batch never duplicates points; each batch also moves the run's latest
-  values (`run_metrics`) forward, which is what `Run.metrics`, filters and sorts read, with
-  summary values (`set_summary_metrics`) taking precedence over logged points;
+  so read-modify-write methods (`log_params`, `set_tags`, `set_system`, `set_summary_metrics`)
+  never lose an update, and on PostgreSQL they lock the run row;
+- `log_metrics` moves the run's latest values (`run_metrics`) forward in the transaction that
+  inserts the points; a batch id is a row of `metric_batches`, claimed first;
 - a lost connection, a refused one or a lock wait that timed out raises `StoreUnavailable`;
-- ids are uuid4 hex; model versions are "1", "2", ... per model name, and concurrent
-  registrations of one model get distinct numbers;
-- `get_or_create_experiment`, `upsert_pipeline` and `put_data_version` are race-free upserts;
-  a data version is content-addressed, so putting an existing id returns the stored record;
-- a metric value of NaN is stored as NULL and read back as NaN; in a checkpoint's metrics,
-  NaN and infinities are stored as JSON null and read back as NaN, as in a model version's;
-- `record_checkpoint` for a step already recorded overwrites that record (a resumed run saving
-  the step again), and `delete_metrics_after` rewinds the series and the latest values in one
-  transaction;
-- every datetime handed out is timezone-aware UTC.
+  the URL's password appears in no message and no repr;
+- ids are uuid4 hex; a model version number is the model's highest plus one, retried when a
+  concurrent registration took it first;
+- a metric value of NaN is stored as NULL; in a checkpoint's metrics, NaN and infinities are
+  stored as JSON null, as in a model version's;
+- pages are keyset queries (`sql_pages`): each fetches one row more than it returns, and its
+  cursor (`cursors`) holds the last row's sort key.
 """
 
 from __future__ import annotations
@@ -51,7 +47,9 @@ from trainforge.entities import (
 )
 from trainforge.errors import Conflict, NotFound, StoreError, StoreUnavailable
 from trainforge.storage import sql_checkpoints, sql_metrics
-from trainforge.storage.db import WRITE, make_engine, migrate
+from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
+from trainforge.storage.cursors import Listing, check_limit
+from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
 from trainforge.storage.query import parse_filter, parse_sort
 from trainforge.storage.records import (
     metrics_json,
@@ -61,7 +59,8 @@ from trainforge.storage.records import (
     to_pipeline,
     to_run,
 )
-from trainforge.storage.sql_search import search_query
+from trainforge.storage.sql_pages import OrderKey, fetch_page
+from trainforge.storage.sql_search import newest_first, search_query
 from trainforge.storage.tables import (
     Base,
     CheckpointRow,
@@ -81,6 +80,10 @@ _BACKENDS: dict[str, Callable[[type[Base]], sqlite.Insert | postgresql.Insert]] 
 }
 # Each retry means another process took the number we picked; this bounds a pathological storm.
 _VERSION_ATTEMPTS = 50
+_SPEC_HASH_LENGTH = 64  # the width of `runs.spec_hash`
+_BY_NAME = (OrderKey(ExperimentRow.name, (str,)),)
+_BY_MODEL_AND_NUMBER = (OrderKey(ModelVersionRow.model_name, (str,)),
+                        OrderKey(cast(ModelVersionRow.version, Integer), (int,)))
 RowT = TypeVar("RowT", bound=Base)
 
 
@@ -89,20 +92,12 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def open_store(url: str) -> SqlStore:
-    """Open (and migrate) the store at `url`.
-
-    Example: `open_store("sqlite:///runs.db").get_or_create_experiment("mnist")`.
-    """
-    return SqlStore(url)
-
-
 class SqlStore:
-    """The tracking store on SQLite or PostgreSQL; safe to share between threads."""
+    """The store on SQLite or PostgreSQL; safe to share between threads."""
 
     def __init__(self, url: str) -> None:
         backend = _backend(url)
-        self.url = url
+        self._url = url
         self._engine = make_engine(url)
         self._dialect = backend
         self._insert = _BACKENDS[backend]
@@ -113,7 +108,7 @@ class SqlStore:
         self._writer = sessionmaker(writer, expire_on_commit=False)
 
     def __repr__(self) -> str:
-        return f"SqlStore({make_url(self.url).render_as_string(hide_password=True)!r})"
+        return f"SqlStore({make_url(self._url).render_as_string(hide_password=True)!r})"
 
     def close(self) -> None:
         """Close every pooled connection; the store can still be used afterwards."""
@@ -144,11 +139,14 @@ class SqlStore:
         with self._read() as session:
             return to_experiment(_get(session, ExperimentRow, experiment_id, "experiment"))
 
-    def list_experiments(self) -> list[Experiment]:
-        """Every experiment, by name."""
+    def list_experiments(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[Experiment]:
+        """Experiments by name."""
         with self._read() as session:
-            rows = session.scalars(select(ExperimentRow).order_by(ExperimentRow.name))
-            return [to_experiment(row) for row in rows]
+            rows, next_cursor = fetch_page(session, Listing("list_experiments"),
+                                           select(ExperimentRow), _BY_NAME, limit, cursor)
+            return Page(tuple(to_experiment(row[0]) for row in rows), next_cursor)
 
     def upsert_pipeline(self, pipeline: Pipeline) -> Pipeline:
         """Insert `pipeline`, or replace the stored one with the same id (keeping created_at)."""
@@ -179,14 +177,17 @@ class SqlStore:
         spec_hash: str | None = None,
     ) -> Run:
         """A new RUNNING run (its heartbeat now); `Conflict` if `run_id` is taken, `NotFound`
-        for a missing experiment, pipeline or parent run."""
+        for a missing experiment, pipeline or parent run, `ValueError` for a bad `spec_hash`."""
+        if spec_hash is not None and not 0 < len(spec_hash) <= _SPEC_HASH_LENGTH:
+            raise ValueError(f"spec_hash must be 1 to {_SPEC_HASH_LENGTH} characters, got "
+                             f"{spec_hash!r}")
         now = utcnow()
         row = RunRow(
             run_id=run_id or new_id(), experiment_id=experiment_id, pipeline_id=pipeline_id,
             parent_run_id=parent_run_id, status=RunStatus.RUNNING.value, params=params,
-            tags=dict(tags or {}), environment=environment, artifact_uri=artifact_uri,
-            started_at=now, heartbeat_at=now, device_hours=0.0, git_commit=git_commit,
-            git_dirty=git_dirty, system=dict(system or {}), spec_hash=spec_hash,
+            tags=dict(tags or {}), system=dict(system or {}), spec_hash=spec_hash,
+            environment=environment, artifact_uri=artifact_uri, started_at=now,
+            heartbeat_at=now, device_hours=0.0, git_commit=git_commit, git_dirty=git_dirty,
         )
         try:
             with self._write() as session:
@@ -208,39 +209,45 @@ class SqlStore:
             return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
 
     def list_runs(
-        self, experiment_id: str | None = None, status: RunStatus | None = None, limit: int = 100,
-        *, pipeline_id: str | None = None, spec_hash: str | None = None,
-    ) -> list[Run]:
-        """At most `limit` runs, newest `started_at` first, optionally of one experiment/status."""
-        query = select(RunRow.run_id).order_by(RunRow.started_at.desc(), RunRow.run_id)
-        if pipeline_id is not None:
-            query = query.where(RunRow.pipeline_id == pipeline_id)
-        if spec_hash is not None:
-            query = query.where(RunRow.spec_hash == spec_hash)
-        if experiment_id is not None:
-            query = query.where(RunRow.experiment_id == experiment_id)
-        if status is not None:
-            query = query.where(RunRow.status == RunStatus(status).value)
+        self,
+        experiment_id: str | None = None,
+        status: RunStatus | None = None,
+        pipeline_id: str | None = None,
+        spec_hash: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[Run]:
+        """Runs newest `started_at` first, then by id; only those of the experiment, status,
+        pipeline and spec hash given (each None: any)."""
+        state = None if status is None else RunStatus(status).value
+        wanted = [(RunRow.experiment_id, experiment_id), (RunRow.status, state),
+                  (RunRow.pipeline_id, pipeline_id), (RunRow.spec_hash, spec_hash)]
+        query = select(RunRow.run_id).where(
+            *(column == value for column, value in wanted if value is not None)
+        )
+        listing = Listing("list_runs", (experiment_id, state, pipeline_id, spec_hash))
         with self._read() as session:
-            return _runs_in_order(session, list(session.scalars(query.limit(limit))))
+            rows, next_cursor = fetch_page(session, listing, query, newest_first(self._dialect),
+                                           limit, cursor)
+            return Page(tuple(_runs_in_order(session, [row[0] for row in rows])), next_cursor)
 
     def search_runs(
         self,
         experiment_ids: Sequence[str] | None = None,
         filter: str | None = None,
         sort: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Run]:
-        """One page of the runs matching `filter`, ordered by `sort` (see `storage.query`),
-        then newest first; `QueryError` for a malformed filter or sort, `ValueError` for a
-        limit < 1 or an offset < 0."""
-        comparisons, keys = parse_filter(filter), parse_sort(sort)
-        if limit < 1 or offset < 0:
-            raise ValueError(f"limit must be >= 1 and offset >= 0, got {limit} and {offset}")
-        query = search_query(self._dialect, experiment_ids, comparisons, keys, limit, offset)
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[Run]:
+        """The runs matching `filter`, ordered by `sort` (see `storage.query`), then newest
+        first, then by id; `QueryError` for a malformed filter or sort."""
+        experiments = None if experiment_ids is None else list(experiment_ids)
+        query, keys = search_query(self._dialect, experiments, parse_filter(filter),
+                                   parse_sort(sort))
+        listing = Listing("search_runs", (experiments, filter, sort))
         with self._read() as session:
-            return _runs_in_order(session, list(session.scalars(query)))
+            rows, next_cursor = fetch_page(session, listing, query, keys, limit, cursor)
+            return Page(tuple(_runs_in_order(session, [row[0] for row in rows])), next_cursor)
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         """Merge `params` into the run's params at the top level; a key given again is replaced."""
@@ -255,7 +262,7 @@ class SqlStore:
             row.tags = {**row.tags, **tags}
 
     def set_system(self, run_id: str, values: dict[str, Any]) -> None:
-        """Merge `values` into the run's system namespace; a key given again is overwritten."""
+        """Merge `values` into the run's system state; a key given again is overwritten."""
         with self._write() as session:
             row = _get(session, RunRow, run_id, "run", lock=True)
             row.system = {**row.system, **values}
@@ -347,22 +354,43 @@ class SqlStore:
         return True
 
     def get_metric_history(
-        self, run_id: str, key: str, max_points: int | None = None
-    ) -> list[MetricPoint]:
-        """Every point of series `key`, by step, then timestamp, then insertion order; with
-        `max_points` (>= 2), a min/max-per-bucket downsampling of at most that many points."""
-        if max_points is not None and max_points < 2:
-            raise ValueError(f"max_points must be >= 2, got {max_points}")
+        self,
+        run_id: str,
+        key: str,
+        max_points: int | None = None,
+        limit: int = HISTORY_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[MetricPoint]:
+        """The points of series `key`, by step, then timestamp, then insertion order; with
+        `max_points` (>= 2), all of a min/max-per-bucket downsampling of at most that many
+        points, in one page (`limit` does not apply, and a `cursor` is refused)."""
+        if max_points is not None:
+            if max_points < 2:
+                raise ValueError(f"max_points must be >= 2, got {max_points}")
+            if cursor is not None:
+                raise ValueError(f"cursor {cursor!r} given with max_points: a downsampled "
+                                 "history comes whole, in one page")
+        check_limit(limit)
+        listing = Listing("get_metric_history", (run_id, key))
         with self._read() as session:
             _exists(session, run_id)
-            return sql_metrics.history(session, run_id, key, max_points)
+            if max_points is not None:
+                return Page(tuple(sql_metrics.downsampled(session, run_id, key, max_points)))
+            rows, next_cursor = fetch_page(session, listing, sql_metrics.series(run_id, key),
+                                           sql_metrics.SERIES_ORDER, limit, cursor)
+            return Page(tuple(sql_metrics.point(key, row) for row in rows), next_cursor)
 
-    def metric_keys(self, run_id: str) -> list[str]:
+    def metric_keys(
+        self, run_id: str, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[str]:
         """The names of the run's metric series, sorted."""
-        query = select(MetricRow.key).where(MetricRow.run_id == run_id).distinct()
+        query = select().select_from(MetricRow).where(MetricRow.run_id == run_id).distinct()
+        keys = (OrderKey(MetricRow.key, (str,)),)
         with self._read() as session:
             _exists(session, run_id)
-            return sorted(session.scalars(query))
+            rows, next_cursor = fetch_page(session, Listing("metric_keys", (run_id,)), query,
+                                           keys, limit, cursor)
+            return Page(tuple(row[0] for row in rows), next_cursor)
 
     def delete_metrics_after(self, run_id: str, step: int) -> int:
         """Rewind the run's series to `step`, the step of the checkpoint it resumes from:
@@ -400,13 +428,21 @@ class SqlStore:
                 row.deleted_at = utcnow()
 
     def list_checkpoints(
-        self, run_id: str, include_deleted: bool = False
-    ) -> list[CheckpointRecord]:
+        self,
+        run_id: str,
+        include_deleted: bool = False,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[CheckpointRecord]:
         """The run's checkpoints by step; those whose files were deleted only with
         `include_deleted`."""
+        query = sql_checkpoints.checkpoints(run_id, include_deleted)
+        listing = Listing("list_checkpoints", (run_id, include_deleted))
         with self._read() as session:
             _exists(session, run_id)
-            return sql_checkpoints.checkpoints(session, run_id, include_deleted)
+            rows, next_cursor = fetch_page(session, listing, query, sql_checkpoints.BY_STEP,
+                                           limit, cursor)
+            return Page(tuple(sql_checkpoints.record(row[0]) for row in rows), next_cursor)
 
     # data versions
 
@@ -460,15 +496,18 @@ class SqlStore:
                 raise NotFound(f"model {model_name!r} version {str(version)!r} not found")
             return to_model_version(row)
 
-    def list_model_versions(self, model_name: str | None = None) -> list[ModelVersion]:
+    def list_model_versions(
+        self, model_name: str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[ModelVersion]:
         """Versions of one model (or of all), by model name then version number."""
-        query = select(ModelVersionRow).order_by(
-            ModelVersionRow.model_name, cast(ModelVersionRow.version, Integer)
-        )
+        query = select(ModelVersionRow)
         if model_name is not None:
             query = query.where(ModelVersionRow.model_name == model_name)
+        listing = Listing("list_model_versions", (model_name,))
         with self._read() as session:
-            return [to_model_version(row) for row in session.scalars(query)]
+            rows, next_cursor = fetch_page(session, listing, query, _BY_MODEL_AND_NUMBER, limit,
+                                           cursor)
+            return Page(tuple(to_model_version(row[0]) for row in rows), next_cursor)
 
 
 def _backend(url: str) -> str:
@@ -476,8 +515,9 @@ def _backend(url: str) -> str:
     expected = "expected sqlite:///<file> or postgresql+psycopg://<user>@<host>/<db>"
     try:
         backend = make_url(url).get_backend_name()
-    except ArgumentError as exc:
-        raise StoreError(f"malformed database URL {url!r}: {expected}") from exc
+    except (ArgumentError, ValueError):
+        # not chained: SQLAlchemy's message may quote the URL, password and all
+        raise StoreError(f"malformed database URL {shown_url(url)!r}: {expected}") from None
     if backend not in _BACKENDS:
         shown = make_url(url).render_as_string(hide_password=True)
         raise StoreError(f"unsupported database URL {shown!r}: {expected}")

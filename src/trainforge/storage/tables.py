@@ -116,6 +116,9 @@ class RunRow(Base):
 
     `parent_run_id` is checked by the store, not by a foreign key: SQLite cannot add one to an
     existing table without rebuilding it. `device_hours` only grows (heartbeats add to it).
+    `params` and `tags` are the user's; `system` is what trainforge reads back (liveness,
+    checkpoint location and policy, the spec a run started with) and `spec_hash` the hash of
+    the resolved spec a pipeline run executes.
     """
 
     __tablename__ = "runs"
@@ -128,6 +131,8 @@ class RunRow(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)
     params: Mapped[dict[str, Any]]
     tags: Mapped[dict[str, Any]]
+    system: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
+    spec_hash: Mapped[str | None] = mapped_column(String(64), index=True)
     environment: Mapped[dict[str, Any]]
     artifact_uri: Mapped[str] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
@@ -140,8 +145,6 @@ class RunRow(Base):
         ForeignKey("data_versions.data_version_id")
     )
     error: Mapped[str | None] = mapped_column(Text)
-    system: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    spec_hash: Mapped[str | None] = mapped_column(String(64), index=True)
 
 
 class MetricRow(Base):

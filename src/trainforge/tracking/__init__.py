@@ -1,5 +1,5 @@
-"""Run tracking: the store contract, the run handle (batched, asynchronous, lossless logging),
-reading runs back and environment capture.
+"""Run tracking: the run handle (batched, asynchronous, lossless logging), reading runs back
+and environment capture, over the store contracts of `trainforge.storage`.
 
     >>> import trainforge
     >>> with trainforge.start_run("fraud", params={"lr": 1e-3}) as run:   # doctest: +SKIP
@@ -23,7 +23,6 @@ from trainforge.tracking._defaults import default_store
 from trainforge.tracking._environment import GitState, capture_environment, git_state
 from trainforge.tracking._recorder import RunRecorder
 from trainforge.tracking._run import RunHandle, active_run, start_run
-from trainforge.tracking._store import TrackingStore
 
 __all__ = [
     "DEFAULT_CRASH_TIMEOUT_S",
@@ -31,7 +30,6 @@ __all__ = [
     "RunComparison",
     "RunHandle",
     "RunRecorder",
-    "TrackingStore",
     "active_run",
     "capture_environment",
     "collect_crashed_runs",

@@ -1,7 +1,9 @@
 """Reading runs back, comparing them, and housekeeping (crashed runs, spill replay).
 
 Each function takes an optional `store`; without one it uses `default_store()`, the database
-of `Settings.from_env()`.
+of `Settings.from_env()`. Unlike the store's list methods, which return one `Page` at a time,
+these return plain lists: the whole metric series, and the first `limit` matching runs (or all
+of them).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from typing import Any
 from trainforge.config import Settings
 from trainforge.entities import MetricPoint, Run
 from trainforge.errors import NotFound
+from trainforge.storage import MetricStore, RunRecordStore, RunStore, Store, all_items
 from trainforge.tracking._defaults import default_store
 from trainforge.tracking._spill import replay_directory
-from trainforge.tracking._store import TrackingStore
 
 DEFAULT_CRASH_TIMEOUT_S = 300.0
 
@@ -26,45 +28,52 @@ def search_runs(
     experiment: str | Sequence[str] | None = None,
     filter: str | None = None,
     sort: str | None = None,
-    limit: int = 100,
-    offset: int = 0,
-    store: TrackingStore | None = None,
+    limit: int | None = 100,
+    store: Store | None = None,
 ) -> list[Run]:
-    """Runs of the named experiment(s) (all when None) matching `filter`, ordered by `sort`.
+    """The first `limit` runs (every one for None) of the named experiment(s) (all when None)
+    matching `filter`, ordered by `sort`.
 
     `filter`: "metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3 and status =
     'completed'"; `sort`: "-metrics.test_auc,started_at" ("-" descending; missing values last;
     ties newest first). `QueryError` names the position of a mistake; `NotFound` an unknown
-    experiment.
+    experiment. To read the runs page by page, call the store's `search_runs` with a cursor.
     """
     store = store or default_store()
     experiment_ids = None
     if experiment is not None:
         names = [experiment] if isinstance(experiment, str) else list(experiment)
-        known = {e.name: e.experiment_id for e in store.list_experiments()}
+        known = {e.name: e.experiment_id for e in all_items(
+            lambda cursor: store.list_experiments(cursor=cursor))}
         missing = [name for name in names if name not in known]
         if missing:
             raise NotFound(f"experiment {missing[0]!r} not found (have: "
                            f"{', '.join(sorted(known)) or 'none'})")
         experiment_ids = [known[name] for name in names]
-    return store.search_runs(experiment_ids, filter, sort, limit, offset)
+    if limit is not None:
+        return list(store.search_runs(experiment_ids, filter, sort, limit).items)
+    return all_items(lambda cursor: store.search_runs(experiment_ids, filter, sort,
+                                                      cursor=cursor))
 
 
-def get_run(run_id: str, store: TrackingStore | None = None) -> Run:
+def get_run(run_id: str, store: RunStore | None = None) -> Run:
     """The stored run; `NotFound` when there is none."""
     return (store or default_store()).get_run(run_id)
 
 
 def get_metric_history(
-    run_id: str, key: str, max_points: int | None = None, store: TrackingStore | None = None
+    run_id: str, key: str, max_points: int | None = None, store: MetricStore | None = None
 ) -> list[MetricPoint]:
-    """The series `key` of the run by step; with `max_points`, downsampled in the database to
-    at most that many points, keeping each bucket's minimum and maximum."""
-    return (store or default_store()).get_metric_history(run_id, key, max_points)
+    """The whole series `key` of the run by step; with `max_points`, downsampled in the
+    database to at most that many points, keeping each bucket's minimum and maximum."""
+    metrics = store or default_store()
+    if max_points is not None:
+        return list(metrics.get_metric_history(run_id, key, max_points).items)
+    return all_items(lambda cursor: metrics.get_metric_history(run_id, key, cursor=cursor))
 
 
 def collect_crashed_runs(
-    timeout_s: float = DEFAULT_CRASH_TIMEOUT_S, store: TrackingStore | None = None
+    timeout_s: float = DEFAULT_CRASH_TIMEOUT_S, store: RunStore | None = None
 ) -> list[Run]:
     """Mark `crashed` every running run whose heartbeat is older than `timeout_s`; return them."""
     if not timeout_s > 0:
@@ -74,7 +83,7 @@ def collect_crashed_runs(
 
 
 def replay_spills(
-    store: TrackingStore | None = None, directory: str | Path | None = None
+    store: RunRecordStore | None = None, directory: str | Path | None = None
 ) -> dict[str, int]:
     """Write what runs spilled while the database was unreachable: run id → records replayed."""
     return replay_directory(store or default_store(),
@@ -92,7 +101,7 @@ class RunComparison:
     same_params: int
 
 
-def compare_runs(run_ids: Sequence[str], store: TrackingStore | None = None) -> RunComparison:
+def compare_runs(run_ids: Sequence[str], store: RunStore | None = None) -> RunComparison:
     """Fetch and compare runs; at least two ids, `NotFound` naming the first unknown one."""
     if len(run_ids) < 2:
         raise ValueError(f"compare needs at least two runs, got {len(run_ids)}")

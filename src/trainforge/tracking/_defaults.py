@@ -6,14 +6,13 @@ from __future__ import annotations
 import threading
 
 from trainforge.config import Settings
-from trainforge.storage import open_store
-from trainforge.tracking._store import TrackingStore
+from trainforge.storage import Store, open_store
 
-_STORES: dict[str, TrackingStore] = {}
+_STORES: dict[str, Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def default_store(settings: Settings | None = None) -> TrackingStore:
+def default_store(settings: Settings | None = None) -> Store:
     """The store at `settings.database_url` (default: `Settings.from_env()`)."""
     url = (settings or Settings.from_env()).database_url.get_secret_value()
     with _STORES_LOCK:

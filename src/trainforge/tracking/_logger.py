@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Callable
 
 from trainforge.entities import MetricPoint
+from trainforge.storage import RunRecordStore
 from trainforge.tracking._spill import SpillFile, apply_record, metrics_record
-from trainforge.tracking._store import TrackingStore
 
 log = logging.getLogger(__name__)
 Point = tuple[str, float, int, float]  # key, value, step, timestamp: cheaper than a dataclass
@@ -40,7 +40,7 @@ class MetricLogger:
 
     def __init__(
         self,
-        store: TrackingStore,
+        store: RunRecordStore,
         run_id: str,
         spill: SpillFile,
         *,

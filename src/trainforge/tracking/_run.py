@@ -26,6 +26,7 @@ from typing import Any
 from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, NotFound, Preempted, StoreUnavailable
+from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking._defaults import default_store
 from trainforge.tracking._environment import capture_environment, git_state, gpu_info
@@ -37,7 +38,6 @@ from trainforge.tracking._spill import (
     data_version_record,
     replay_directory,
 )
-from trainforge.tracking._store import TrackingStore
 from trainforge.tracking._tensorboard import TensorBoardSink
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class RunHandle:
 
     def __init__(
         self,
-        store: TrackingStore,
+        store: Store,
         run: Run,
         artifacts: ArtifactStore,
         flush_every: int = 1000,
@@ -99,7 +99,7 @@ class RunHandle:
         self._previous_sigterm: Any = None
 
     @classmethod
-    def attach(cls, store: TrackingStore, run_id: str, artifacts: ArtifactStore, *,
+    def attach(cls, store: Store, run_id: str, artifacts: ArtifactStore, *,
                settings: Settings | None = None, **options: Any) -> RunHandle:
         """A handle on the stored run `run_id` (`NotFound` if there is none), closed at
         interpreter exit if still open; it spills to the spill folder of `settings` (default:
@@ -293,7 +293,7 @@ def start_run(
     params: dict[str, Any] | None = None,
     parent: RunHandle | str | None = None,
     tags: dict[str, Any] | None = None,
-    store: TrackingStore | None = None,
+    store: Store | None = None,
     artifacts: ArtifactStore | str | Path | None = None,
     *,
     settings: Settings | None = None,
@@ -354,7 +354,7 @@ class _RunIdentity:
 
 
 def _create(
-    store: TrackingStore, artifacts: ArtifactStore, experiment_id: str,
+    store: Store, artifacts: ArtifactStore, experiment_id: str,
     params: dict[str, Any] | None, parent: RunHandle | str | None, tags: dict[str, Any] | None,
     identity: _RunIdentity, code_dir: str | Path,
 ) -> Run:
@@ -372,7 +372,7 @@ def _create(
     return run
 
 
-def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: str,
+def _reopen(store: Store, run_id: str, experiment_id: str, experiment: str,
             spill_dir: Path) -> Run:
     """Reopen a stored run, after replaying what its last attempt left in its spill file (an
     `end` record replayed later would end the resumed run)."""
@@ -382,7 +382,7 @@ def _reopen(store: TrackingStore, run_id: str, experiment_id: str, experiment: s
     return store.reopen_run(run_id)
 
 
-def _replay_quietly(store: TrackingStore, spill_dir: Path) -> None:
+def _replay_quietly(store: Store, spill_dir: Path) -> None:
     try:
         replay_directory(store, spill_dir)
     except Exception:  # noqa: BLE001 - the next start or `trainforge runs replay` tries again

@@ -36,7 +36,7 @@ from typing import Any
 
 from trainforge.entities import DataVersion, MetricPoint, RunStatus
 from trainforge.errors import NotFound
-from trainforge.tracking._store import TrackingStore
+from trainforge.storage import RunRecordStore
 
 log = logging.getLogger(__name__)
 Record = dict[str, Any]
@@ -128,7 +128,7 @@ def metrics_record(batch_id: str, points: list[MetricPoint]) -> Record:
             "points": [[p.key, p.value, p.step, p.timestamp] for p in points]}
 
 
-def apply_record(store: TrackingStore, run_id: str, record: Record) -> None:
+def apply_record(store: RunRecordStore, run_id: str, record: Record) -> None:
     """Write one spilled record to the store (idempotent, see the module docstring)."""
     op = record["op"]
     if op == "metrics":
@@ -161,7 +161,7 @@ def data_version_record(version: DataVersion) -> dict[str, Any]:
             "files": list(version.files), "num_rows": version.num_rows}
 
 
-def apply_data_version(store: TrackingStore, run_id: str, values: dict[str, Any]) -> None:
+def apply_data_version(store: RunRecordStore, run_id: str, values: dict[str, Any]) -> None:
     """Store the data version of `values` (once) and link run `run_id` to it."""
     version = DataVersion(values["data_version_id"], values["source"], tuple(values["files"]),
                           int(values["num_rows"]))
@@ -169,7 +169,7 @@ def apply_data_version(store: TrackingStore, run_id: str, values: dict[str, Any]
     store.set_data_version(run_id, version.data_version_id)
 
 
-def replay_directory(store: TrackingStore, directory: Path) -> dict[str, int]:
+def replay_directory(store: RunRecordStore, directory: Path) -> dict[str, int]:
     """Replay every spill file under `directory`: run id → records applied. A file whose run
     is not in this database is left alone (it may belong to another database); an unreachable
     database raises `StoreUnavailable` after keeping what was not applied."""

@@ -1,9 +1,12 @@
-"""Run system state: `runs.system` (what trainforge reads back, apart from user params and
-tags) and `runs.spec_hash` (what a pipeline run trains, matched by `resume: auto`).
+"""System state apart from user data: `runs.system` (what trainforge reads back: liveness,
+checkpoint location and policy, the spec a run started with; `{}` for existing runs) and
+`runs.spec_hash` (the hash of the resolved spec a pipeline run executes, indexed).
+
+Downgrading drops both columns, and with them what they held.
 
 Revision ID: 0004
 Revises: 0003
-Create Date: 2026-11-23
+Create Date: 2026-04-01
 """
 
 from __future__ import annotations
@@ -31,6 +34,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index("ix_runs_spec_hash", "runs")
+    op.drop_index("ix_runs_spec_hash", table_name="runs")
     op.drop_column("runs", "spec_hash")
     op.drop_column("runs", "system")

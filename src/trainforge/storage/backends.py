@@ -1,0 +1,47 @@
+"""`open_store(url)`: the store backend a database URL names, chosen by its scheme.
+
+    sqlite:///path/to/file.db                   SqlStore (a file, created when missing)
+    postgresql[+driver]://user@host:port/db      SqlStore
+    http(s)://host:port                          the REST client of `trainforge server` (to come)
+
+A URL may hold a password: it is masked in every message (`db.shown_url`).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from trainforge.errors import StoreError
+from trainforge.storage.contracts import Store
+from trainforge.storage.db import shown_url
+from trainforge.storage.sql_store import SqlStore
+
+SQL_SCHEMES = ("sqlite", "postgresql")
+REST_SCHEMES = ("http", "https")
+
+
+def open_store(url: str) -> Store:
+    """Open the store at `url` (a SQL database is migrated to the newest schema first).
+
+    `StoreError` for a scheme no backend serves, naming the accepted ones. The default URL is
+    the settings': `open_store(Settings.from_env().database_url.get_secret_value())`.
+
+    Example: `open_store("sqlite:///runs.db").get_or_create_experiment("mnist")`.
+    """
+    scheme = _scheme(url)
+    if scheme.partition("+")[0] in SQL_SCHEMES:
+        return SqlStore(url)
+    if scheme in REST_SCHEMES:
+        raise StoreError(f"cannot open {shown_url(url)!r}: the REST client store comes with "
+                         "`trainforge server`, which is not implemented yet; use a sqlite:// "
+                         "or postgresql:// URL")
+    raise StoreError(f"unsupported store URL {shown_url(url)!r}: expected a URL whose scheme is "
+                     "sqlite (sqlite:///<file>), postgresql, with any driver "
+                     "(postgresql+psycopg://<user>@<host>/<db>), http or https")
+
+
+def _scheme(url: str) -> str:
+    try:
+        return urlsplit(url).scheme.lower()
+    except ValueError:
+        return ""

@@ -1,0 +1,58 @@
+"""`open_store(url)` picks the backend by the URL's scheme and never shows a password."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainforge.config import Settings
+from trainforge.errors import StoreError
+from trainforge.storage import SqlStore, open_store
+
+
+def test_sql_urls_open_the_sql_store(db_url: str) -> None:
+    store = open_store(db_url)
+    try:
+        assert isinstance(store, SqlStore)
+        assert store.list_experiments().items == ()
+    finally:
+        store.close()
+
+
+def test_the_default_url_comes_from_the_settings(_isolated_home: Path) -> None:
+    store = open_store(Settings.from_env().database_url.get_secret_value())
+    try:
+        store.get_or_create_experiment("e")
+        assert (_isolated_home / "trainforge.db").is_file()
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("url", ["http://ana:secret@tracking:8080", "https://tracking.example"])
+def test_a_server_url_is_refused_until_the_rest_client_exists(url: str) -> None:
+    with pytest.raises(StoreError, match="REST client store comes with `trainforge server`") \
+            as raised:
+        open_store(url)
+    assert "secret" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("mysql+pymysql://root:secret@db/runs", "mysql+pymysql://root:***@db/runs"),
+    ("s3://bucket/runs.db", "s3://bucket/runs.db"),
+    ("runs.db", "runs.db"),
+    ("", ""),
+])
+def test_an_unknown_scheme_is_refused_listing_the_accepted_ones(url: str, shown: str) -> None:
+    with pytest.raises(StoreError) as raised:
+        open_store(url)
+    message = str(raised.value)
+    assert f"unsupported store URL {shown!r}" in message
+    for scheme in ["sqlite", "postgresql", "http", "https"]:
+        assert scheme in message
+    assert "secret" not in message
+
+
+def test_a_url_too_malformed_to_parse_is_not_shown() -> None:
+    with pytest.raises(StoreError, match="unsupported store URL '<malformed URL>'"):
+        open_store("postgres://root:secret@[::1")
