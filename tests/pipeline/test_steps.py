@@ -78,9 +78,9 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
 
     values: dict[str, Any] = {"run": run}
     values |= _steps.ingest(spec.data, run)
-    values |= _steps.validate(spec.data, values["raw"], run)
+    values |= _steps.validate(spec.data, task, values["raw"], run)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
-    values |= _steps.features(spec.features, spec.data.target, task, values["splits"], run)
+    values |= _steps.features(spec.features, spec.data, task, values["splits"], run)
     values |= _steps.train(spec, (), values["dataset"], run)
     values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"], run)
     values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)

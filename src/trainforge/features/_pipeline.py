@@ -59,7 +59,16 @@ class FeaturePipeline:
 
     @classmethod
     def from_spec(cls, spec: FeaturesSpec) -> FeaturePipeline:
-        """Build the (unfitted) pipeline a `features:` spec section describes."""
+        """Build the (unfitted) pipeline a `features:` spec section describes.
+
+        A section with `include: remaining` names its columns only with the data's: pass
+        `select_features(spec, frame, reserved).spec`, else SpecError.
+        """
+        if spec.include == "remaining":
+            raise SpecError([
+                "features.include: remaining needs the data's columns; build the pipeline "
+                "from select_features(spec, training_frame, reserved_columns).spec"
+            ])
         transforms = []
         for index, item in enumerate(spec.transforms):
             try:
