@@ -83,7 +83,8 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
     values |= _steps.ingest(spec.data, run)
     values |= _steps.validate(spec.data, task, values["raw"], run)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
-    values |= _steps.features(spec.features, spec.data, task, values["splits"], run)
+    values |= _steps.features(spec.features, spec.data, task, values["raw"], values["splits"],
+                              run)
     values |= _steps.train(spec, (), values["dataset"], run)
     values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"], run)
     values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)
@@ -136,7 +137,8 @@ def _until_features(spec, recorder) -> dict[str, Any]:
     values: dict[str, Any] = _steps.ingest(spec.data, recorder)
     values |= _steps.validate(spec.data, task, values["raw"], recorder)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
-    return values | _steps.features(spec.features, spec.data, task, values["splits"], recorder)
+    return values | _steps.features(spec.features, spec.data, task, values["raw"],
+                                    values["splits"], recorder)
 
 
 def test_columns_left_unused_are_warned_about_once_and_recorded(fraud_project, tmp_path, caplog):
@@ -195,3 +197,20 @@ def _fake_run() -> Run:
     now = datetime.now(timezone.utc)
     return Run("r1", "e1", RunStatus.RUNNING, {}, {}, {}, {}, "unused", now, None, None, None,
                None, None)
+
+
+def test_rows_a_feature_cannot_encode_are_named_by_file_and_row(fraud_project, tmp_path):
+    spec = load_spec(fraud_project / "pipeline.yaml", ["features.transforms.0.columns=[amount]"])
+    recorder = MemoryRecorder(_fake_run(), tmp_path)
+    days = sorted((fraud_project / "data").glob("*.parquet"))
+
+    with pytest.raises(DataError) as caught:
+        _until_features(spec, recorder)
+
+    message = str(caught.value)
+    assert "'distance_from_home_km' (" in message and "add an impute transform" in message
+    first = re.search(r"\(first: ([^,]+),", message).group(1)
+    name, row = re.fullmatch(r"(\S+) row (\d+)", first).groups()
+    frame = pd.read_parquet(fraud_project / "data" / name)
+    assert name in {d.name for d in days}
+    assert pd.isna(frame["distance_from_home_km"].iloc[int(row) - 1])

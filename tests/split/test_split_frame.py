@@ -141,3 +141,15 @@ def test_input_frame_is_left_unchanged() -> None:
     split_frame(frame, SplitSpec(method="time", time_column="ts"))
 
     pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("method", ["random", "time"])
+def test_positions_name_each_rows_place_in_the_input_frame(method: str) -> None:
+    frame = _frame(40)
+
+    parts = split_frame(frame, SplitSpec(method=method, time_column="ts", seed=2))
+
+    for part, positions in zip((parts.train, parts.val, parts.test), parts.positions,
+                               strict=True):
+        assert part["id"].tolist() == frame["id"].to_numpy()[positions].tolist()
+    assert sorted(np.concatenate(parts.positions).tolist()) == list(range(40))

@@ -28,7 +28,7 @@ def build_training_dag(
         Step(
             "features",
             partial(_steps.features, spec.features, spec.data, task),
-            ("splits", "run"),
+            ("raw", "splits", "run"),
             ("dataset",),
         ),
         Step("train", partial(_steps.train, spec, tuple(callbacks)), ("dataset", "run"),

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -85,11 +87,12 @@ def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None
 
 
 def features(
-    spec: FeaturesSpec, data: DataSpec, task: str, splits: Splits, run: RunRecorder
+    spec: FeaturesSpec, data: DataSpec, task: str, raw: IngestResult, splits: Splits,
+    run: RunRecorder,
 ) -> dict[str, Any]:
     """Fit the feature pipeline on the training split (columns `include` adds written out) and
-    encode every split. Columns left unused are logged in one warning and recorded in the
-    `features` tag as `unused`."""
+    encode every split, naming the file lines of rows it cannot encode. Columns left unused are
+    logged in one warning and recorded in the `features` tag as `unused`."""
     selection = select_features(spec, splits.train, data.reserved_columns)
     if selection.unused:
         log.warning(
@@ -103,7 +106,8 @@ def features(
                                "unused": list(selection.unused)}})
     parts = (splits.train, splits.val, splits.test)
     classes, targets = encode_targets(parts, data, task)
-    matrices = [pipeline.transform(part) for part in parts]
+    matrices = [pipeline.transform(part, _locate_part(raw, positions))
+                for part, positions in zip(parts, splits.positions, strict=True)]
     dataset = Dataset(
         train=(matrices[0], targets[0]),
         val=(matrices[1], targets[1]),
@@ -112,6 +116,11 @@ def features(
         classes=classes,
     )
     return {"dataset": dataset}
+
+
+def _locate_part(raw: IngestResult, positions: np.ndarray) -> Callable[[int], str]:
+    """Where row `i` of a split part came from: its file and line in the data read."""
+    return lambda row: raw.locate(int(positions[row]))
 
 
 def train(spec: PipelineSpec, callbacks: tuple[Callback, ...], dataset: Dataset,

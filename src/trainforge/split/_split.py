@@ -25,11 +25,16 @@ from trainforge.errors import DataError
 
 @dataclass(frozen=True, eq=False)
 class Splits:
-    """The three parts of one frame; together they hold every row exactly once."""
+    """The three parts of one frame; together they hold every row exactly once.
+
+    `positions` holds, per part (train, val, test), the position in the input frame of each of
+    its rows, so an error about a part's row can name where the row came from.
+    """
 
     train: pd.DataFrame
     val: pd.DataFrame
     test: pd.DataFrame
+    positions: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def split_frame(
@@ -45,7 +50,9 @@ def split_frame(
     else:
         order = np.random.default_rng(spec.seed).permutation(len(frame))
         test, val, train = (np.sort(p) for p in np.split(order, [n_test, n_test + n_val]))
-    return Splits(*(frame.iloc[rows].reset_index(drop=True) for rows in (train, val, test)))
+    train_rows, val_rows, test_rows = (
+        frame.iloc[rows].reset_index(drop=True) for rows in (train, val, test))
+    return Splits(train_rows, val_rows, test_rows, positions=(train, val, test))
 
 
 def _sizes(rows: int, spec: SplitSpec) -> tuple[int, int, int]:
