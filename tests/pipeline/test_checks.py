@@ -205,3 +205,15 @@ def test_the_fraud_example_without_data_is_checked_against_its_contract(tmp_path
         "card_present, account_age_days, prior_txn_24h, prior_txn_7d, distance_from_home_km, "
         "customer_avg_amount, is_fraud"
     ]
+
+
+def test_positive_label_must_be_an_allowed_target_value_of_the_contract(tmp_path: Path) -> None:
+    contract = "columns:\n" + "".join(f"  {c}: {{type: string}}\n" for c in COLUMNS[:-1])
+    contract += "  is_fraud: {type: string, allowed: [fraud, legit]}\n"
+    path = _project(tmp_path, "missing/*.csv", contract)
+
+    assert load_checked_spec(path, ["data.positive_label=fraud"])
+    assert _problems(path, ["data.positive_label=Fraud"])[0] == (
+        f"{path}: data.positive_label: 'Fraud' is none of the values contract "
+        f"{tmp_path / 'contract.yaml'} allows for the target 'is_fraud': 'fraud', 'legit'"
+    )

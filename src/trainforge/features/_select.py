@@ -46,7 +46,7 @@ def select_features(
     """
     named = {*reserved, *spec.passthrough, *spec.exclude}
     named.update(c for transform in spec.transforms for c in transform.columns)
-    remaining = [str(c) for c in frame.columns if c not in named]
+    remaining = [c for c in frame.columns if c not in named]
     if spec.include == "listed":
         return Selection(spec, tuple(remaining))
     timed = [c for c in remaining if _is_time(frame[c])]

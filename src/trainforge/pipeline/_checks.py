@@ -10,6 +10,9 @@ columns, features.passthrough and features.exclude):
   and passthrough one of any.
 - Each problem names the field path, the column, the closest known column, and where the
   known columns came from.
+
+`data.positive_label` applies to a binary task only, and must match one of the target's
+`allowed` values when the contract lists them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from trainforge.errors import DataError, DataNotFound, SpecError, TrainingError
 from trainforge.evaluate import METRICS_BY_TASK
 from trainforge.ingest import read_columns
 from trainforge.models import resolve_builder
-from trainforge.pipeline._dataset import list_columns, suggest_column
+from trainforge.pipeline._dataset import list_columns, same_label, suggest_column
 from trainforge.train import logged_metric_names
 from trainforge.validate import SchemaContract, load_contract
 
@@ -49,18 +52,18 @@ def check_spec(spec: PipelineSpec, source: str | Path) -> None:
     contract, contract_problems = _load_contract(spec)
     known, data_problems = _known_columns(spec, contract)
     stopping = spec.training.early_stopping
-    problems = [*_check_target(spec), *_check_positive_label(spec), *_check_gates(spec),
+    problems = [*_check_target(spec), *_check_positive_label(spec, contract), *_check_gates(spec),
                 *_check_model(spec),
                 *_check_logged_metric(spec, "training.early_stopping.metric",
                                       stopping.metric if stopping else None),
                 *_check_logged_metric(spec, "training.checkpoint.monitor",
                                       spec.training.checkpoint.monitor),
-                *data_problems, *check_columns(spec, known)]
+                *data_problems, *_check_columns(spec, known)]
     if problems or contract_problems:
         raise SpecError([*(f"{source}: {problem}" for problem in problems), *contract_problems])
 
 
-def check_columns(spec: PipelineSpec, known: KnownColumns | None) -> list[str]:
+def _check_columns(spec: PipelineSpec, known: KnownColumns | None) -> list[str]:
     """One problem per column the spec names that is not in `known` (None: nothing to check)."""
     if known is None:
         return []
@@ -132,11 +135,21 @@ def _check_target(spec: PipelineSpec) -> list[str]:
     return problems
 
 
-def _check_positive_label(spec: PipelineSpec) -> list[str]:
-    if spec.data.positive_label is None or spec.model.task == "binary":
+def _check_positive_label(spec: PipelineSpec, contract: SchemaContract | None) -> list[str]:
+    """A positive label is for a binary task, and one of the target's allowed values when the
+    contract lists them."""
+    label, target = spec.data.positive_label, spec.data.target
+    if label is None:
         return []
-    return [f"data.positive_label: applies to a binary task only; model.task is "
-            f"{spec.model.task!r}"]
+    if spec.model.task != "binary":
+        return [f"data.positive_label: applies to a binary task only; model.task is "
+                f"{spec.model.task!r}"]
+    rule = contract.columns.get(target) if contract else None
+    if rule is None or rule.allowed is None or any(same_label(v, label) for v in rule.allowed):
+        return []
+    return [f"data.positive_label: {label!r} is none of the values contract "
+            f"{spec.data.contract} allows for the target {target!r}: "
+            f"{', '.join(map(repr, rule.allowed))}"]
 
 
 def _check_gates(spec: PipelineSpec) -> list[str]:

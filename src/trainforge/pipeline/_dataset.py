@@ -96,7 +96,7 @@ def binary_classes(
             return ()
         raise DataError(f"{name}: holds {values[0]!r} and {values[1]!r}, not 0/1; set "
                         "data.positive_label to the one that is the positive class")
-    matches = [i for i, value in enumerate(values) if _same_label(value, positive_label)]
+    matches = [i for i, value in enumerate(values) if same_label(value, positive_label)]
     if not matches:
         shown = ", ".join(map(repr, values))
         raise DataError(f"{name}: data.positive_label {positive_label!r} is none of its "
@@ -144,7 +144,8 @@ def _zero_or_one(value: object) -> bool:
     return isinstance(value, (bool, int, float)) and value in (0, 1)
 
 
-def _same_label(value: object, label: Label) -> bool:
+def same_label(value: object, label: Label) -> bool:
+    """Whether a target value is the label a spec names (the module's matching rules)."""
     if isinstance(label, bool) and isinstance(value, str):
         return value.strip().lower() in _YAML_WORDS[label]
     if isinstance(label, str) != isinstance(value, str):

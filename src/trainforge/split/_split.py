@@ -50,9 +50,9 @@ def split_frame(
     else:
         order = np.random.default_rng(spec.seed).permutation(len(frame))
         test, val, train = (np.sort(p) for p in np.split(order, [n_test, n_test + n_val]))
-    train_rows, val_rows, test_rows = (
+    train_part, val_part, test_part = (
         frame.iloc[rows].reset_index(drop=True) for rows in (train, val, test))
-    return Splits(train_rows, val_rows, test_rows, positions=(train, val, test))
+    return Splits(train_part, val_part, test_part, positions=(train, val, test))
 
 
 def _sizes(rows: int, spec: SplitSpec) -> tuple[int, int, int]:
