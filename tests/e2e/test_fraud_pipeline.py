@@ -110,11 +110,22 @@ def test_empty_data_fails_the_run(fraud_project):
     expect_failed_run(fraud_project, match="no rows")
 
 
-def test_missing_column_fails_validation_naming_the_column(fraud_project):
-    for path in (fraud_project / "data").glob("*.parquet"):
+def test_a_feature_column_missing_from_the_data_is_a_spec_error_before_any_run(fraud_project):
+    paths = sorted((fraud_project / "data").glob("*.parquet"))
+    for path in paths:
         pd.read_parquet(path).drop(columns=["amount"]).to_parquet(path)
-    run = expect_failed_run(fraud_project, match="DataValidationError")
-    assert "amount" in run.error
+    with pytest.raises(SpecError, match=r"features.transforms.1.columns: 'amount' is not a "
+                                        rf"column of data file {paths[0]}"):
+        run_pipeline(fraud_project / "pipeline.yaml", FAST)
+    assert home_store().list_runs() == []
+
+
+def test_missing_contract_column_fails_validation_naming_the_data_and_column(fraud_project):
+    for path in (fraud_project / "data").glob("*.parquet"):
+        pd.read_parquet(path).drop(columns=["transaction_id"]).to_parquet(path)
+    run = expect_failed_run(fraud_project, ["features.exclude=[]"], "DataValidationError")
+    assert f"{fraud_project / 'data'}/transactions-*.parquet: rows break the schema" in run.error
+    assert "transaction_id: present" in run.error
 
 
 def test_rows_breaking_the_contract_fail_with_counts_and_row_locations(fraud_project):
@@ -124,7 +135,7 @@ def test_rows_breaking_the_contract_fail_with_counts_and_row_locations(fraud_pro
     frame.to_parquet(first)
     run = expect_failed_run(fraud_project, match="DataValidationError")
     assert "amount" in run.error and "3" in run.error
-    assert f"{first.name} row 3" in run.error
+    assert f"{first.name} row 4, {first.name} row 8, {first.name} row 12" in run.error
     report = json.loads(home_artifacts().get_bytes(run.run_id, "validation/report.json"))
     [violation] = report["violations"]
     assert (violation["column"], violation["rule"], violation["count"]) == ("amount", "min", 3)

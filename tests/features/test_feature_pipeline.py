@@ -174,10 +174,21 @@ def test_non_finite_output_names_the_column_and_suggests_impute() -> None:
     with pytest.raises(
         DataError,
         match=rf"'amount' \({missing} of 200 rows\), 'age' \(1 of 200 "
-        r"rows\); "
+        r"rows\) \(first: row \d+, .*\); "
         "add an impute transform",
     ):
         pipeline.transform(test)
+
+
+def test_non_finite_output_names_the_first_rows_by_locate() -> None:
+    spec = FeaturesSpec.model_validate({"passthrough": ["age"]})
+    pipeline = FeaturePipeline.from_spec(spec).fit(TRAIN)
+    test = TEST.assign(age=TEST["age"].where(~TEST.index.isin([3, 9]), np.nan))
+
+    with pytest.raises(DataError, match=r"'age' \(2 of 200 rows\) \(first: row 4, row 10\)"):
+        pipeline.transform(test)
+    with pytest.raises(DataError, match=r"\(first: f.csv line 5, f.csv line 11\)"):
+        pipeline.transform(test, lambda row: f"f.csv line {row + 2}")
 
 
 def test_text_passthrough_is_an_error() -> None:

@@ -39,8 +39,10 @@ def test_public_api() -> None:
         "Impute",
         "MinMax",
         "OneHot",
+        "Selection",
         "Standardize",
         "Transform",
+        "select_features",
     ]
 
 

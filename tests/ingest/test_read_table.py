@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import trainforge.ingest as ingest
 from trainforge.entities import DataVersion
 from trainforge.errors import DataError, DataNotFound
-from trainforge.ingest import read_table
+from trainforge.ingest import read_columns, read_table
 
 
 def _write_parts(folder: Path) -> list[Path]:
@@ -29,7 +30,7 @@ def _write_parts(folder: Path) -> list[Path]:
 
 
 def test_public_api() -> None:
-    assert ingest.__all__ == ["IngestResult", "SourceFile", "read_table"]
+    assert ingest.__all__ == ["IngestResult", "SourceFile", "read_columns", "read_table"]
 
 
 def test_reads_one_csv_file_with_its_hash_and_size(tmp_path: Path) -> None:
@@ -65,12 +66,12 @@ def test_locate_maps_rows_back_to_files(tmp_path: Path) -> None:
     located = [result.locate(i) for i in range(6)]
 
     assert located == [
-        "part-0.parquet row 0",
         "part-0.parquet row 1",
         "part-0.parquet row 2",
-        "part-1.parquet row 0",
+        "part-0.parquet row 3",
         "part-1.parquet row 1",
-        "part-2.parquet row 0",
+        "part-1.parquet row 2",
+        "part-2.parquet row 1",
     ]
     with pytest.raises(IndexError, match="row 6"):
         result.locate(6)
@@ -95,7 +96,7 @@ def test_recursive_glob_names_files_relative_to_their_common_parent(tmp_path: Pa
     result = read_table(str(tmp_path / "root" / "**" / "*.parquet"))
 
     assert len(result.files) == 6
-    assert result.locate(6) == "b/part-0.parquet row 0"
+    assert result.locate(6) == "b/part-0.parquet row 1"
     assert result.data_version().files[0]["name"] == "a/part-0.parquet"
 
 
@@ -184,12 +185,103 @@ def test_unparseable_parquet_names_the_file_and_reason(tmp_path: Path) -> None:
         read_table(str(path))
 
 
-def test_ragged_csv_names_the_file_and_reason(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "line", "row", "found"),
+    [
+        ("a,b\n1,2\n3,4,5\n", 3, 2, 3),
+        ("a,b\n1,2\n\n\"x\ny\",3\n4\n5,6\n", 6, 3, 1),
+        ("a,b\r\n1,2\r\n3,4\r\n5,6,7\r\n", 4, 3, 3),
+    ],
+)
+def test_ragged_csv_row_names_the_file_line_and_row(
+    tmp_path: Path, text: str, line: int, row: int, found: int
+) -> None:
     path = tmp_path / "ragged.csv"
-    path.write_text("a,b\n1,2\n3,4,5\n")
+    path.write_bytes(text.encode())
 
-    with pytest.raises(DataError, match=r"ragged\.csv: cannot read as csv: .*Expected 2 columns"):
+    with pytest.raises(DataError) as caught:
         read_table(str(path))
+
+    assert str(caught.value) == (
+        f"{path} line {line} (row {row}): cannot read as csv: expected 2 values as in the "
+        f"header, found {found}"
+    )
+
+
+def test_csv_locations_are_the_lines_an_editor_shows(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    lines = ["amount,note"] + [f"{i},plain" for i in range(60)]
+    lines[10:10] = ["", '7,"two', 'lines"']  # a blank line, then a value over two lines
+    path.write_text("\n".join(lines) + "\n")
+
+    result = read_table(str(path))
+
+    assert result.locate(0) == "rows.csv line 2 (row 1)"
+    assert result.locate(8) == "rows.csv line 10 (row 9)"
+    assert result.locate(9) == "rows.csv line 12 (row 10)"
+    assert result.locate(10) == "rows.csv line 14 (row 11)"
+    assert result.frame["note"][9] == "two\nlines"
+    assert result.locate(60) == "rows.csv line 64 (row 61)"
+
+
+def test_row_49_of_a_plain_csv_is_line_51(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("a\n" + "".join(f"{i}\n" for i in range(100)))
+
+    assert read_table(str(path)).locate(49) == "rows.csv line 51 (row 50)"
+
+
+def test_a_csv_changed_since_it_was_read_is_located_by_row_only(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("a\n1\n2\n")
+    result = read_table(str(path))
+    path.write_text("a\n\n\n1\n2\n3\n")
+
+    assert result.locate(1) == "rows.csv row 2"
+
+
+def test_a_csv_value_too_long_to_scan_leaves_the_line_out(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text(f"a,b\n1,{'x' * 200_000}\n2,y\n")
+    result = read_table(str(path))
+
+    assert result.locate(1) == "rows.csv row 2"
+
+
+def test_read_columns_reads_a_csv_header_line_only(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_bytes(b"\xef\xbb\xbf\n\"amount\",hour\r\n1,2,3\r\nnot, csv, at all, \"\r\n")
+
+    assert read_columns(str(path)) == (str(path), ["amount", "hour"])
+
+
+def test_read_columns_reads_a_parquet_footer_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_parts(tmp_path)
+    pd.DataFrame({"x": [1]}, index=pd.Index([7], name="id")).to_parquet(tmp_path / "z.parquet")
+
+    def no_rows(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read_columns read rows")
+
+    monkeypatch.setattr(pd, "read_parquet", no_rows)
+    monkeypatch.setattr(pq, "read_table", no_rows)
+
+    assert read_columns(str(tmp_path / "*.parquet")) == (
+        str(tmp_path / "part-0.parquet"), ["amount", "hour"])
+    assert read_columns(str(tmp_path / "z.parquet"))[1] == ["x"]
+
+
+def test_read_columns_of_unreadable_or_missing_files_name_them(tmp_path: Path) -> None:
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "broken.parquet").write_bytes(b"not parquet")
+
+    with pytest.raises(DataError, match=r"empty\.csv: cannot read as csv: .*no header line"):
+        read_columns(str(tmp_path / "empty.csv"))
+    with pytest.raises(DataError, match=r"broken\.parquet: cannot read as parquet"):
+        read_columns(str(tmp_path / "broken.parquet"))
+    with pytest.raises(DataNotFound, match="matches no file"):
+        read_columns(str(tmp_path / "none-*.csv"))
 
 
 def test_empty_csv_file_names_the_file(tmp_path: Path) -> None:
@@ -217,7 +309,7 @@ def test_an_empty_file_among_others_adds_no_rows(tmp_path: Path) -> None:
     result = read_table(str(tmp_path / "*.csv"))
 
     assert result.frame["amount"].tolist() == [1.5, 2.5]
-    assert result.locate(1) == "c.csv row 0"
+    assert result.locate(1) == "c.csv line 2 (row 1)"
 
 
 def test_differing_columns_name_the_file_and_columns(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from fraud_fixtures import EXAMPLE
 from trainforge.config import load_spec
 from trainforge.errors import SpecError
 from trainforge.pipeline import plan_pipeline, spec_hash
+from trainforge.pipeline._identity import recorded_spec
 
 SPEC = EXAMPLE / "pipeline.yaml"
 
@@ -59,3 +60,12 @@ def test_credentials_survive_overrides_on_a_spec_object():
     spec = load_spec(SPEC, ["training.checkpoint.storage_options.secret=s3cr3t"])
     plan = plan_pipeline(spec, ["training.epochs=1"])
     assert plan.spec.training.checkpoint.fsspec_options() == {"secret": "s3cr3t"}
+
+
+def test_a_recorded_spec_is_read_with_todays_defaults():
+    spec = load_spec(SPEC)
+    recorded = spec.model_dump(mode="json")
+    del recorded["features"]["include"]  # as a run recorded before that field existed
+    del recorded["data"]["positive_label"]
+    assert recorded_spec(recorded) == spec
+    assert recorded_spec({"name": "no longer valid"}) is None

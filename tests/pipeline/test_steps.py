@@ -4,15 +4,18 @@ step records through `RunRecorder` only and never reaches the tracking store."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from trainforge.config import load_spec
 from trainforge.entities import DataVersion, ModelStage, Run, RunStatus
+from trainforge.errors import DataError, DataValidationError
 from trainforge.pipeline import _steps
 from trainforge.storage import SqlStore
 from trainforge.tracking import RunRecorder
@@ -78,9 +81,10 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
 
     values: dict[str, Any] = {"run": run}
     values |= _steps.ingest(spec.data, run)
-    values |= _steps.validate(spec.data, values["raw"], run)
+    values |= _steps.validate(spec.data, task, values["raw"], run)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
-    values |= _steps.features(spec.features, spec.data.target, task, values["splits"], run)
+    values |= _steps.features(spec.features, spec.data, task, values["raw"], values["splits"],
+                              run)
     values |= _steps.train(spec, (), None, values["dataset"], run)
     values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"], run)
     values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)
@@ -126,3 +130,87 @@ def test_the_gate_decides_on_training_and_test_metrics_without_reading_the_run(t
     decided = _steps.gate(spec.evaluation, Trained(), Evaluation(), recorder)["gate"]
     assert not decided.passed and "val_loss" in decided.failures[0]
     assert recorder.tags["gates"]["passed"] is False
+
+
+def _until_features(spec, recorder) -> dict[str, Any]:
+    task = spec.model.task
+    values: dict[str, Any] = _steps.ingest(spec.data, recorder)
+    values |= _steps.validate(spec.data, task, values["raw"], recorder)
+    values |= _steps.split(spec.data, values["raw"], values["validation"])
+    return values | _steps.features(spec.features, spec.data, task, values["raw"],
+                                    values["splits"], recorder)
+
+
+def test_columns_left_unused_are_warned_about_once_and_recorded(fraud_project, tmp_path, caplog):
+    spec = load_spec(fraud_project / "pipeline.yaml", ["features.exclude=[]"])
+    recorder = MemoryRecorder(_fake_run(), tmp_path)
+
+    with caplog.at_level("WARNING", logger="trainforge"):
+        _until_features(spec, recorder)
+
+    [warning] = [r for r in caplog.records if r.name == "trainforge"]
+    assert warning.getMessage().startswith(
+        "features: 1 data column(s) are not used: transaction_id (name them in")
+    assert "features.include: remaining" in warning.getMessage()
+    assert recorder.tags["features"]["unused"] == ["transaction_id"]
+
+
+def test_include_remaining_adds_every_column_not_named(fraud_project, tmp_path, caplog):
+    spec = load_spec(fraud_project / "pipeline.yaml", [
+        "features.include=remaining", "features.passthrough=[]",
+        "features.transforms=[{type: impute, columns: [distance_from_home_km]}]"])
+    recorder = MemoryRecorder(_fake_run(), tmp_path)
+
+    with caplog.at_level("WARNING", logger="trainforge"):
+        dataset = _until_features(spec, recorder)["dataset"]
+
+    assert not [r for r in caplog.records if r.name == "trainforge"]
+    assert recorder.tags["features"]["unused"] == []
+    names = dataset.feature_names
+    assert {"amount", "hour", "card_present", "distance_from_home_km"} <= set(names)
+    assert any(n.startswith("merchant_category=") for n in names)
+    assert not any(n.startswith(("transaction_id", "ts", "is_fraud")) for n in names)
+
+
+def test_a_target_missing_from_the_data_is_reported_against_the_data_file(fraud_project,
+                                                                          tmp_path):
+    for path in (fraud_project / "data").glob("*.parquet"):
+        pd.read_parquet(path).drop(columns=["is_fraud"]).to_parquet(path)
+    spec = load_spec(fraud_project / "pipeline.yaml")
+    recorder = MemoryRecorder(_fake_run(), tmp_path)
+    raw = _steps.ingest(spec.data, recorder)["raw"]
+
+    with pytest.raises(DataValidationError) as caught:
+        _steps.validate(spec.data, "binary", raw, recorder)
+    head = str(caught.value).splitlines()[0]
+    assert head == (f"{spec.data.source}: rows break the schema contract in "
+                    f"{spec.data.contract}")
+    assert "is_fraud: present" in str(caught.value)
+
+    without_contract = spec.data.model_copy(update={"contract": None})
+    with pytest.raises(DataError, match=rf"^{re.escape(spec.data.source)}: data.target "
+                                        r"'is_fraud': no such column"):
+        _steps.validate(without_contract, "binary", raw, recorder)
+
+
+def _fake_run() -> Run:
+    now = datetime.now(timezone.utc)
+    return Run("r1", "e1", RunStatus.RUNNING, {}, {}, {}, {}, "unused", now, None, None, None,
+               None, None)
+
+
+def test_rows_a_feature_cannot_encode_are_named_by_file_and_row(fraud_project, tmp_path):
+    spec = load_spec(fraud_project / "pipeline.yaml", ["features.transforms.0.columns=[amount]"])
+    recorder = MemoryRecorder(_fake_run(), tmp_path)
+    days = sorted((fraud_project / "data").glob("*.parquet"))
+
+    with pytest.raises(DataError) as caught:
+        _until_features(spec, recorder)
+
+    message = str(caught.value)
+    assert "'distance_from_home_km' (" in message and "add an impute transform" in message
+    first = re.search(r"\(first: ([^,]+),", message).group(1)
+    name, row = re.fullmatch(r"(\S+) row (\d+)", first).groups()
+    frame = pd.read_parquet(fraud_project / "data" / name)
+    assert name in {d.name for d in days}
+    assert pd.isna(frame["distance_from_home_km"].iloc[int(row) - 1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ import pytest
 import trainforge.split as split
 from trainforge.config import SplitSpec
 from trainforge.errors import DataError
+from trainforge.ingest import read_table
 from trainforge.split import split_frame
 
 
@@ -99,11 +102,24 @@ def test_missing_time_column_lists_the_columns() -> None:
         split_frame(_frame(10), spec)
 
 
-def test_null_times_are_rejected() -> None:
+def test_null_times_are_rejected_naming_rows_from_one() -> None:
     frame = pd.DataFrame({"ts": pd.to_datetime(["2024-01-01", None, "2024-01-03"] * 3)})
 
-    with pytest.raises(DataError, match="'ts' has 3 missing values \\(first at row 1\\)"):
+    with pytest.raises(
+        DataError, match=r"'ts' has 3 missing values \(first: row 2, row 5, row 8\)"
+    ):
         split_frame(frame, SplitSpec(method="time", time_column="ts"))
+
+
+def test_null_times_name_the_file_and_line_a_user_opens(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("ts,amount\n2024-01-01,1\n2024-01-02,2\n,3\n2024-01-04,4\n")
+    raw = read_table(str(path))
+
+    with pytest.raises(
+        DataError, match=r"'ts' has 1 missing value \(first: rows.csv line 4 \(row 3\)\)"
+    ):
+        split_frame(raw.frame, SplitSpec(method="time", time_column="ts"), raw.locate)
 
 
 @pytest.mark.parametrize("rows", [0, 2, 3])
@@ -125,3 +141,15 @@ def test_input_frame_is_left_unchanged() -> None:
     split_frame(frame, SplitSpec(method="time", time_column="ts"))
 
     pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("method", ["random", "time"])
+def test_positions_name_each_rows_place_in_the_input_frame(method: str) -> None:
+    frame = _frame(40)
+
+    parts = split_frame(frame, SplitSpec(method=method, time_column="ts", seed=2))
+
+    for part, positions in zip((parts.train, parts.val, parts.test), parts.positions,
+                               strict=True):
+        assert part["id"].tolist() == frame["id"].to_numpy()[positions].tolist()
+    assert sorted(np.concatenate(parts.positions).tolist()) == list(range(40))

@@ -90,7 +90,7 @@ def test_int_column_holding_fractions() -> None:
 
     assert violation.rule == "type"
     assert violation.count == 2
-    assert violation.first_rows == ("row 1", "row 4")
+    assert violation.first_rows == ("row 2", "row 5")
 
 
 def test_whole_floats_and_nullable_ints_are_ints() -> None:
@@ -112,21 +112,21 @@ def test_text_in_a_numeric_column() -> None:
 
     type_rule, min_rule = report.violations
     assert (type_rule.rule, type_rule.count) == ("type", 2)
-    assert type_rule.first_rows == ("row 1", "row 4")
-    assert (min_rule.rule, min_rule.count, min_rule.first_rows) == ("min", 1, ("row 0",))
+    assert type_rule.first_rows == ("row 2", "row 5")
+    assert (min_rule.rule, min_rule.count, min_rule.first_rows) == ("min", 1, ("row 1",))
 
 
 @pytest.mark.parametrize(
     ("values", "type_", "bad_rows"),
     [
-        ([True, False], "float", ("row 0", "row 1")),
-        ([1, 2], "string", ("row 0", "row 1")),
-        (pd.Series(["a", 3, None], dtype=object), "string", ("row 1",)),
-        (pd.Series([True, "yes", None], dtype=object), "bool", ("row 1",)),
-        ([0, 1], "bool", ("row 0", "row 1")),
-        (["2024-01-01", "2024-01-02T10:00:00+02:00", "soon"], "datetime", ("row 2",)),
-        ([1.5, 2.5], "datetime", ("row 0", "row 1")),
-        (pd.to_datetime(["2024-01-01"]), "int", ("row 0",)),
+        ([True, False], "float", ("row 1", "row 2")),
+        ([1, 2], "string", ("row 1", "row 2")),
+        (pd.Series(["a", 3, None], dtype=object), "string", ("row 2",)),
+        (pd.Series([True, "yes", None], dtype=object), "bool", ("row 2",)),
+        ([0, 1], "bool", ("row 1", "row 2")),
+        (["2024-01-01", "2024-01-02T10:00:00+02:00", "soon"], "datetime", ("row 3",)),
+        ([1.5, 2.5], "datetime", ("row 1", "row 2")),
+        (pd.to_datetime(["2024-01-01"]), "int", ("row 1",)),
     ],
 )
 def test_values_that_do_not_fit_the_type(values: object, type_: str, bad_rows: tuple) -> None:
@@ -149,10 +149,18 @@ def test_nulls_when_not_nullable() -> None:
         "a",
         "not null",
         2,
-        ("row 1", "row 3"),
+        ("row 2", "row 4"),
     )
     assert (s_rule.column, s_rule.count) == ("s", 1)
     assert check_contract(frame, _contract(a={"type": "float", "nullable": True})).passed
+
+
+def test_rows_are_counted_from_one_without_locate() -> None:
+    frame = pd.DataFrame({"hour": range(60)})
+
+    violation = _only(check_contract(frame, _contract(hour={"type": "int", "max": 48})))
+
+    assert violation.first_rows[0] == "row 50"
 
 
 def test_min_and_max_count_rows_and_keep_five_locations() -> None:
@@ -163,9 +171,9 @@ def test_min_and_max_count_rows_and_keep_five_locations() -> None:
 
     low, high = report.violations
     assert (low.rule, low.count, low.expected) == ("min", 10, ">= 0")
-    assert low.first_rows == tuple(f"row {i}" for i in range(5))
+    assert low.first_rows == tuple(f"row {i}" for i in range(1, 6))
     assert (high.rule, high.count, high.expected) == ("max", 6, "<= 23")
-    assert high.first_rows == tuple(f"row {i}" for i in range(34, 39))
+    assert high.first_rows == tuple(f"row {i}" for i in range(35, 40))
 
 
 def test_bounds_are_written_in_full() -> None:
@@ -191,9 +199,9 @@ def test_allowed_values() -> None:
     category, fraud = check_contract(frame, contract).violations
 
     assert (category.rule, category.count) == ("allowed", 2)
-    assert category.first_rows == ("row 2", "row 4")
+    assert category.first_rows == ("row 3", "row 5")
     assert category.expected == "one of ['grocery', 'travel']"
-    assert (fraud.column, fraud.count, fraud.first_rows) == ("is_fraud", 1, ("row 2",))
+    assert (fraud.column, fraud.count, fraud.first_rows) == ("is_fraud", 1, ("row 3",))
 
 
 def test_row_locations_come_from_locate_across_files(tmp_path: Path) -> None:
@@ -203,7 +211,7 @@ def test_row_locations_come_from_locate_across_files(tmp_path: Path) -> None:
 
     report = check_contract(data.frame, _contract(amount={"type": "float", "min": 0}), data.locate)
 
-    assert _only(report).first_rows == ("b.csv row 1", "b.csv row 3")
+    assert _only(report).first_rows == ("b.csv line 3 (row 2)", "b.csv line 5 (row 4)")
 
 
 def test_summary_and_dict_describe_each_violation() -> None:
@@ -212,7 +220,7 @@ def test_summary_and_dict_describe_each_violation() -> None:
 
     assert report.summary().splitlines() == [
         "schema contract: 2 violations in 3 rows",
-        "  hour: max: 2 rows, expected <= 23 (first: row 1, row 2)",
+        "  hour: max: 2 rows, expected <= 23 (first: row 2, row 3)",
         "  day: present: 3 rows, expected a column of that name",
     ]
     data = report.to_dict()
@@ -223,7 +231,7 @@ def test_summary_and_dict_describe_each_violation() -> None:
         "rule": "max",
         "expected": "<= 23",
         "count": 2,
-        "first_rows": ["row 1", "row 2"],
+        "first_rows": ["row 2", "row 3"],
     }
 
 

@@ -73,14 +73,28 @@ class SplitSpec(_Section):
 
 
 class DataSpec(_Section):
-    """Where the rows come from, what they must look like and how they are split."""
+    """Where the rows come from, what they must look like and how they are split.
+
+    `positive_label` names the target value that is the positive class of a binary task (the
+    other value is the negative class); a target holding 0/1 or true/false needs none, any
+    other two values do.
+    """
 
     source: str = Field(description="file path or glob, relative to the spec file")
     format: Literal["auto", "parquet", "csv"] = "auto"
     target: str
+    positive_label: bool | int | float | str | None = Field(
+        None, description="binary task: the target value that is the positive class"
+    )
     contract: str | None = Field(None, description="schema contract YAML, relative to the spec")
     on_fail: Literal["error", "warn"] = "error"
     split: SplitSpec = SplitSpec()
+
+    @property
+    def reserved_columns(self) -> list[str]:
+        """Columns that are no feature unless named as one: the target and the time column."""
+        time = [self.split.time_column] if self.split.time_column else []
+        return [self.target, *time]
 
 
 class StandardizeSpec(_Section):
@@ -113,10 +127,36 @@ TransformSpec = Annotated[
 
 
 class FeaturesSpec(_Section):
-    """Transforms applied in order; each is fitted on the training split only."""
+    """Transforms applied in order; each is fitted on the training split only.
 
-    transforms: list[TransformSpec] = Field(min_length=1)
+    `include` says what becomes of the data columns the section does not name (neither the
+    target nor the time column, nor in a transform, `passthrough` or `exclude`): `listed`
+    leaves them out, listing them in one warning; `remaining` makes them features, numeric and
+    boolean ones passed through, the others one-hot encoded with the one_hot defaults.
+    """
+
+    transforms: list[TransformSpec] = Field(default_factory=list)
     passthrough: list[str] = Field(default_factory=list, description="numeric columns used as-is")
+    include: Literal["listed", "remaining"] = Field(
+        "listed", description="what becomes of the columns not named: left out, or features"
+    )
+    exclude: list[str] = Field(
+        default_factory=list, description="columns never used as features (ids, leaks)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> FeaturesSpec:
+        if self.include == "listed" and not self.transforms and not self.passthrough:
+            raise ValueError(
+                "no features: list columns in transforms or passthrough, or set "
+                "include: remaining to use every column not named"
+            )
+        used = {c for t in self.transforms for c in t.columns} | set(self.passthrough)
+        both = [c for c in self.exclude if c in used]
+        if both:
+            raise ValueError(f"exclude lists {both}, which feed features too; list a column "
+                             "in one place")
+        return self
 
 
 class ModelSpec(_Section):

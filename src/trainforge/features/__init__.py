@@ -1,6 +1,7 @@
 """Features: the Transform contract, built-in transforms and the FeaturePipeline.
 
-Every transform is fitted on the training split only and saved as JSON (never pickled).
+Every transform is fitted on the training split only and saved as JSON (never pickled);
+`select_features` writes out the columns `features.include: remaining` adds.
 """
 
 from __future__ import annotations
@@ -10,5 +11,15 @@ from trainforge.features._impute import Impute
 from trainforge.features._onehot import OneHot
 from trainforge.features._pipeline import FeaturePipeline
 from trainforge.features._scale import MinMax, Standardize
+from trainforge.features._select import Selection, select_features
 
-__all__ = ["FeaturePipeline", "Impute", "MinMax", "OneHot", "Standardize", "Transform"]
+__all__ = [
+    "FeaturePipeline",
+    "Impute",
+    "MinMax",
+    "OneHot",
+    "Selection",
+    "Standardize",
+    "Transform",
+    "select_features",
+]

@@ -5,7 +5,8 @@ Rules:
   standardize the same column works); `fit` fits each on the previous ones' output.
 - Features are the transforms' outputs in first-seen order (a transform's outputs take the
   place of its first input already among the features, else go at the end), then `passthrough`.
-- `transform` returns float32 (rows, features); a NaN or inf left in it is a DataError.
+- `transform` returns float32 (rows, features); a NaN or inf left in it is a DataError naming
+  the first such rows by `locate(position)` (`row <n>`, from 1, without).
 - The JSON form is canonical (sorted keys, compact), so `content_hash` names the fitted state,
   and a loaded pipeline transforms bit-for-bit as the saved one did. Nothing is unpickled.
 """
@@ -16,7 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,16 @@ class FeaturePipeline:
 
     @classmethod
     def from_spec(cls, spec: FeaturesSpec) -> FeaturePipeline:
-        """Build the (unfitted) pipeline a `features:` spec section describes."""
+        """Build the (unfitted) pipeline a `features:` spec section describes.
+
+        A section with `include: remaining` names its columns only with the data's: pass
+        `select_features(spec, frame, reserved).spec`, else SpecError.
+        """
+        if spec.include == "remaining":
+            raise SpecError([
+                "features.include: remaining needs the data's columns; build the pipeline "
+                "from select_features(spec, training_frame, reserved_columns).spec"
+            ])
         transforms = []
         for index, item in enumerate(spec.transforms):
             try:
@@ -81,15 +91,18 @@ class FeaturePipeline:
             frame = _apply(frame, transform)
         return self
 
-    def transform(self, frame: pd.DataFrame) -> np.ndarray:
-        """The float32 feature matrix of `frame`, columns in `feature_names` order."""
+    def transform(
+        self, frame: pd.DataFrame, locate: Callable[[int], str] | None = None
+    ) -> np.ndarray:
+        """The float32 feature matrix of `frame`, columns in `feature_names` order; `locate`
+        names a row position of `frame` in errors (its file and line)."""
         frame = frame.reset_index(drop=True)
         for transform in self.transforms:
             frame = _apply(frame, transform)
         names = self.feature_names
         _require_numeric(frame, names)
         matrix = frame[names].to_numpy(dtype=np.float64, na_value=np.nan).astype(np.float32)
-        _require_finite(matrix, names)
+        _require_finite(matrix, names, locate or (lambda row: f"row {row + 1}"))
         return matrix
 
     @property
@@ -195,12 +208,14 @@ def _require_numeric(frame: pd.DataFrame, names: list[str]) -> None:
             )
 
 
-def _require_finite(matrix: np.ndarray, names: list[str]) -> None:
-    bad = (~np.isfinite(matrix)).sum(axis=0)
+def _require_finite(matrix: np.ndarray, names: list[str], where: Callable[[int], str]) -> None:
+    broken = ~np.isfinite(matrix)
+    bad = broken.sum(axis=0)
     if bad.any():
         rows = len(matrix)
         found = ", ".join(f"{names[i]!r} ({bad[i]} of {rows} rows)" for i in np.flatnonzero(bad))
+        first = ", ".join(where(int(i)) for i in np.flatnonzero(broken.any(axis=1))[:5])
         raise DataError(
-            f"features hold NaN or inf values after the transforms: {found}; "
+            f"features hold NaN or inf values after the transforms: {found} (first: {first}); "
             "add an impute transform for these columns before the others"
         )

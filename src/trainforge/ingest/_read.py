@@ -5,6 +5,8 @@ Rules:
 - Matching files are sorted by path, read with the pyarrow engine and concatenated in that order
   under a fresh RangeIndex. Every file must have the same set of columns (order may differ).
 - `format="auto"` picks the parser by extension: .parquet / .pq or .csv.
+- A CSV row with more or fewer values than the header is named by its line and data row.
+- `read_columns` reads the column names only: a Parquet footer or a CSV header line.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Literal
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from trainforge.errors import DataError, DataNotFound
-from trainforge.ingest._result import IngestResult, SourceFile
+from trainforge.ingest._csv import header, ragged_record
+from trainforge.ingest._result import FileFormat, IngestResult, SourceFile
 
 Format = Literal["auto", "parquet", "csv"]
 
-_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+_EXTENSIONS: dict[str, FileFormat] = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 _CHUNK = 1 << 20
 
 
@@ -31,14 +35,15 @@ def read_table(source: str, format: Format = "auto") -> IngestResult:
 
     >>> result = read_table("data/transactions-*.parquet")  # doctest: +SKIP
     >>> result.locate(0), result.fingerprint[:12]  # doctest: +SKIP
-    ('transactions-01.parquet row 0', '3f1c0a9e2b7d')
+    ('transactions-01.parquet row 1', '3f1c0a9e2b7d')
     """
     paths = _match(source)
-    frames = [_parse(path, format) for path in paths]
+    kinds = [_kind(path, format) for path in paths]
+    frames = [_parse(path, kind) for path, kind in zip(paths, kinds, strict=True)]
     _check_columns(paths, frames)
     files = tuple(
-        SourceFile(path, *_hash(path), len(frame))
-        for path, frame in zip(paths, frames, strict=True)
+        SourceFile(path, *_hash(path), len(frame), kind)
+        for path, frame, kind in zip(paths, frames, kinds, strict=True)
     )
     if sum(f.rows for f in files) == 0:
         raise DataError(f"{source}: contains no rows ({len(files)} file(s) read)")
@@ -56,16 +61,41 @@ def _match(source: str) -> list[str]:
     return files
 
 
-def _parse(path: str, format: Format) -> pd.DataFrame:
-    kind = format if format != "auto" else _format_of(path)
+def read_columns(source: str, format: Format = "auto") -> tuple[str, list[str]]:
+    """(path, column names) of the first file matching `source`, in path order, without reading
+    its rows: the Parquet footer's schema (pandas index columns left out, as `read_table` leaves
+    them) or the CSV header line. DataNotFound when nothing matches, DataError when the file
+    cannot be read."""
+    path = _match(source)[0]
+    if _kind(path, format) == "csv":
+        return path, header(path)
+    try:
+        schema = pq.read_schema(path)
+    except (ValueError, OSError, pa.ArrowException) as exc:
+        raise DataError(f"{path}: cannot read as parquet: {exc}") from None
+    index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
+             if isinstance(c, str)}
+    return path, [name for name in schema.names if name not in index]
+
+
+def _parse(path: str, kind: FileFormat) -> pd.DataFrame:
     reader = pd.read_parquet if kind == "parquet" else pd.read_csv
     try:
         return reader(path, engine="pyarrow")
     except (ValueError, OSError, pa.ArrowException) as exc:
-        raise DataError(f"{path}: cannot read as {kind}: {exc}") from None
+        ragged = ragged_record(path) if kind == "csv" else None
+        if ragged is None:
+            raise DataError(f"{path}: cannot read as {kind}: {exc}") from None
+        line, row, expected, found = ragged
+        raise DataError(
+            f"{path} line {line} (row {row}): cannot read as csv: expected {expected} values "
+            f"as in the header, found {found}"
+        ) from None
 
 
-def _format_of(path: str) -> str:
+def _kind(path: str, format: Format) -> FileFormat:
+    if format != "auto":
+        return format
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in _EXTENSIONS:
         raise DataError(

@@ -5,23 +5,30 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from trainforge.entities import DataVersion
+from trainforge.ingest._csv import record_lines
+
+FileFormat = Literal["parquet", "csv"]
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One file read: its absolute path, size in bytes, sha256 of its bytes and its row count."""
+    """One file read: its absolute path, size in bytes, sha256 of its bytes, its row count and
+    the format it was parsed as."""
 
     path: str
     size: int
     sha256: str
     rows: int
+    format: FileFormat
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,13 +36,17 @@ class IngestResult:
     """The concatenated rows of `files` (in path order) and the source pattern that found them.
 
     Row `i` of `frame` comes from the file whose cumulative row range holds `i`; `locate` says
-    which. File names are relative to the files' common parent folder, so the fingerprint names
-    content, not location: the same bytes under another folder give the same fingerprint.
+    which, and where in it. File names are relative to the files' common parent folder, so the
+    fingerprint names content, not location: the same bytes under another folder give the same
+    fingerprint.
     """
 
     frame: pd.DataFrame
     files: tuple[SourceFile, ...]
     source: str
+    _lines: dict[int, np.ndarray | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def fingerprint(self) -> str:
@@ -47,13 +58,24 @@ class IngestResult:
         return digest.hexdigest()
 
     def locate(self, row: int) -> str:
-        """`"<file name> row <n>"` for row position `row` of `frame` (n is 0-based in that file)."""
+        """Where row position `row` of `frame` lies, as a user opening the file finds it.
+
+        CSV: `"<file> line <L> (row <n>)"`, L the line an editor shows (the header is line 1
+        of a plain file) and n the data row in that file, both from 1. Parquet has no lines:
+        `"<file> row <n>"`. When a CSV file no longer scans to the rows read (it changed since,
+        or holds a value too long to scan), its line is left out as for Parquet. The first
+        location asked of a CSV file scans it once; the line numbers are kept.
+        """
         if not 0 <= row < len(self.frame):
             raise IndexError(f"row {row} is outside the {len(self.frame)} rows read")
         ends = list(accumulate(f.rows for f in self.files))
         index = bisect.bisect_right(ends, row)
-        start = ends[index - 1] if index else 0
-        return f"{self._names()[index]} row {row - start}"
+        within = row - (ends[index - 1] if index else 0)
+        name = self._names()[index]
+        lines = self._csv_lines(index)
+        if lines is None:
+            return f"{name} row {within + 1}"
+        return f"{name} line {lines[within]} (row {within + 1})"
 
     def data_version(self) -> DataVersion:
         """The content-addressed data version of exactly these files."""
@@ -67,6 +89,14 @@ class IngestResult:
             files=files,
             num_rows=len(self.frame),
         )
+
+    def _csv_lines(self, index: int) -> np.ndarray | None:
+        file = self.files[index]
+        if file.format != "csv":
+            return None
+        if index not in self._lines:
+            self._lines[index] = record_lines(file.path, file.rows)
+        return self._lines[index]
 
     def _names(self) -> list[str]:
         parent = os.path.commonpath([os.path.dirname(f.path) for f in self.files])

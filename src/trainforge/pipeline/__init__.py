@@ -11,7 +11,8 @@ from trainforge.pipeline._checks import check_spec, gate_metric_names
 from trainforge.pipeline._dag import build_training_dag
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._distributed import Launch, launch_pipeline
-from trainforge.pipeline._plan import PipelinePlan, plan_pipeline, spec_hash
+from trainforge.pipeline._identity import spec_hash
+from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
 from trainforge.pipeline._run import (
     PipelineResult,
     PipelineServices,

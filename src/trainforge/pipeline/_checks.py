@@ -1,16 +1,43 @@
-"""Checks across sections of a spec, run by `trainforge validate` and before every run."""
+"""Checks across sections of a spec, run by `trainforge validate` and before every run.
+
+Rules for the columns a spec names (data.target, data.split.time_column, each transform's
+columns, features.passthrough and features.exclude):
+- Each must be a known column. The known columns are the data's when `data.source` matches a
+  file (the first file's Parquet footer or CSV header line is read, never its rows), else the
+  contract's when there is one; with neither, columns are not checked. A data file that cannot
+  be read is a problem of `data.source`.
+- A transform may also name an output of an earlier one_hot transform (`<column>=<value>`),
+  and passthrough one of any.
+- Each problem names the field path, the column, the closest known column, and where the
+  known columns came from.
+
+`data.positive_label` applies to a binary task only, and must match one of the target's
+`allowed` values when the contract lists them.
+"""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainforge.config import PipelineSpec
-from trainforge.errors import SpecError, TrainingError
+from trainforge.errors import DataError, DataNotFound, SpecError, TrainingError
 from trainforge.evaluate import METRICS_BY_TASK
+from trainforge.ingest import read_columns
 from trainforge.models import resolve_builder
+from trainforge.pipeline._dataset import list_columns, same_label, suggest_column
 from trainforge.train import logged_metric_names
-from trainforge.validate import load_contract
+from trainforge.validate import SchemaContract, load_contract
+
+
+@dataclass(frozen=True)
+class KnownColumns:
+    """The columns a spec may name, and where they were read (`origin`, for messages)."""
+
+    names: tuple[str, ...]
+    origin: str
 
 
 def gate_metric_names(task: str) -> list[str]:
@@ -20,17 +47,81 @@ def gate_metric_names(task: str) -> list[str]:
 
 
 def check_spec(spec: PipelineSpec, source: str | Path) -> None:
-    """Raise SpecError listing every cross-field problem, each naming the field path."""
+    """Raise SpecError listing every cross-field problem, each naming the field path; problems
+    of the contract file name that file instead."""
+    contract, contract_problems = _load_contract(spec)
+    known, data_problems = _known_columns(spec, contract)
     stopping = spec.training.early_stopping
-    problems = [*_check_target(spec), *_check_gates(spec), *_check_model(spec),
+    problems = [*_check_target(spec), *_check_positive_label(spec, contract), *_check_gates(spec),
+                *_check_model(spec),
                 *_check_logged_metric(spec, "training.early_stopping.metric",
                                       stopping.metric if stopping else None),
                 *_check_logged_metric(spec, "training.checkpoint.monitor",
-                                      spec.training.checkpoint.monitor)]
-    if problems:
-        raise SpecError([f"{source}: {problem}" for problem in problems])
-    if spec.data.contract:
-        load_contract(spec.data.contract)
+                                      spec.training.checkpoint.monitor),
+                *data_problems, *_check_columns(spec, known)]
+    if problems or contract_problems:
+        raise SpecError([*(f"{source}: {problem}" for problem in problems), *contract_problems])
+
+
+def _check_columns(spec: PipelineSpec, known: KnownColumns | None) -> list[str]:
+    """One problem per column the spec names that is not in `known` (None: nothing to check)."""
+    if known is None:
+        return []
+    names = set(known.names)
+    encoded: list[str] = []
+    problems = []
+    for field, column, one_hot in _named_columns(spec):
+        made = any(column.startswith(f"{source}=") for source in encoded)
+        if column not in names and not made:
+            problems.append(
+                f"{field}: {column!r} is not a column of {known.origin}"
+                f"{suggest_column(column, known.names)}; its columns are: "
+                f"{list_columns(known.names)}"
+            )
+        if one_hot:
+            encoded.append(column)
+    return problems
+
+
+def _named_columns(spec: PipelineSpec) -> Iterator[tuple[str, str, bool]]:
+    """(field path, column, feeds a one_hot transform) of each column the spec names, in the
+    order the pipeline uses them."""
+    data, features = spec.data, spec.features
+    yield "data.target", data.target, False
+    if data.split.time_column:
+        yield "data.split.time_column", data.split.time_column, False
+    for i, transform in enumerate(features.transforms):
+        for column in transform.columns:
+            yield f"features.transforms.{i}.columns", column, transform.type == "one_hot"
+    for field, columns in (("passthrough", features.passthrough),
+                           ("exclude", features.exclude)):
+        for column in columns:
+            yield f"features.{field}", column, False
+
+
+def _load_contract(spec: PipelineSpec) -> tuple[SchemaContract | None, list[str]]:
+    if spec.data.contract is None:
+        return None, []
+    try:
+        return load_contract(spec.data.contract), []
+    except SpecError as exc:
+        return None, exc.problems
+
+
+def _known_columns(
+    spec: PipelineSpec, contract: SchemaContract | None
+) -> tuple[KnownColumns | None, list[str]]:
+    """The data's columns when its source matches a file, else the contract's (or None); and
+    the problem of a data file that cannot be read."""
+    try:
+        path, names = read_columns(spec.data.source, spec.data.format)
+    except DataNotFound:
+        if contract is None:
+            return None, []
+        return KnownColumns(tuple(contract.columns), f"contract {spec.data.contract}"), []
+    except DataError as exc:
+        return None, [f"data.source: {exc}"]
+    return KnownColumns(tuple(names), f"data file {path}"), []
 
 
 def _check_target(spec: PipelineSpec) -> list[str]:
@@ -42,6 +133,23 @@ def _check_target(spec: PipelineSpec) -> list[str]:
     if target in spec.features.passthrough:
         problems.append(f"features.passthrough: must not use the target {target!r}")
     return problems
+
+
+def _check_positive_label(spec: PipelineSpec, contract: SchemaContract | None) -> list[str]:
+    """A positive label is for a binary task, and one of the target's allowed values when the
+    contract lists them."""
+    label, target = spec.data.positive_label, spec.data.target
+    if label is None:
+        return []
+    if spec.model.task != "binary":
+        return [f"data.positive_label: applies to a binary task only; model.task is "
+                f"{spec.model.task!r}"]
+    rule = contract.columns.get(target) if contract else None
+    if rule is None or rule.allowed is None or any(same_label(v, label) for v in rule.allowed):
+        return []
+    return [f"data.positive_label: {label!r} is none of the values contract "
+            f"{spec.data.contract} allows for the target {target!r}: "
+            f"{', '.join(map(repr, rule.allowed))}"]
 
 
 def _check_gates(spec: PipelineSpec) -> list[str]:

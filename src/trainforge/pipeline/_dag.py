@@ -24,12 +24,13 @@ def build_training_dag(
     task = spec.model.task
     steps = (
         Step("ingest", partial(_steps.ingest, spec.data), ("run",), ("raw",)),
-        Step("validate", partial(_steps.validate, spec.data), ("raw", "run"), ("validation",)),
+        Step("validate", partial(_steps.validate, spec.data, task), ("raw", "run"),
+             ("validation",)),
         Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
         Step(
             "features",
-            partial(_steps.features, spec.features, spec.data.target, task),
-            ("splits", "run"),
+            partial(_steps.features, spec.features, spec.data, task),
+            ("raw", "splits", "run"),
             ("dataset",),
         ),
         Step("train", partial(_steps.train, spec, tuple(callbacks), preemption),

@@ -1,15 +1,35 @@
-"""Feature matrices and targets for the three splits, as the trainer and evaluator take them."""
+"""The target column checked against the task, and the feature matrices and targets of the three
+splits as the trainer and evaluator take them.
+
+Rules for `data.target`:
+- It must be a column of the data with a value in every row; regression needs numbers.
+- Binary: values 0/1 (or true/false) need no `data.positive_label`. Any other values must be
+  exactly two, and `positive_label` names the positive one (encoded 1; the other 0); the
+  classes are then recorded as (negative, positive). A label matches a value equal to it, a
+  number matches its text (`'1'` and 1), and true / false match the text YAML reads as them
+  (yes, no, on, off, y, n), so `positive_label: yes` finds "yes".
+- Multiclass: class ids 0..K-1 follow the sorted labels of the training split.
+- Errors name the data source and, through `locate`, the file and line of the first rows.
+"""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from trainforge.config import DataSpec
 from trainforge.errors import DataError
 
 Arrays = tuple[np.ndarray, np.ndarray]
+Label = bool | int | float | str
+Locate = Callable[[int], str]
+
+_EXAMPLES = 5
+_YAML_WORDS = {True: {"y", "yes", "on", "true"}, False: {"n", "no", "off", "false"}}
 
 
 @dataclass(frozen=True)
@@ -25,26 +45,84 @@ class Dataset:
         return len(self.feature_names)
 
 
-def target_values(frame: pd.DataFrame, target: str, task: str, split: str) -> np.ndarray:
-    """The target column as numbers: 0/1 (binary), class ids (multiclass) or floats."""
-    if target not in frame.columns:
-        raise DataError(f"data.target {target!r}: no such column (have {', '.join(frame.columns)})")
-    column = frame[target]
-    missing = int(column.isna().sum())
-    if missing:
-        raise DataError(f"data.target {target!r}: {missing} missing values in the {split} split")
+def check_target(
+    frame: pd.DataFrame, data: DataSpec, task: str, locate: Locate | None = None, source: str = ""
+) -> None:
+    """DataError unless `data.target` of `frame` can train `task` (the module's rules); `source`
+    (the data file or glob) starts the message and `locate(position)` names rows."""
+    where = locate or (lambda row: f"row {row + 1}")
+    name = f"{source + ': ' if source else ''}data.target {data.target!r}"
+    if data.target not in frame.columns:
+        known = [str(c) for c in frame.columns]
+        raise DataError(f"{name}: no such column{suggest_column(data.target, known)}; the "
+                        f"columns are: {list_columns(known)}")
+    column = frame[data.target]
+    nulls = column.isna().to_numpy()
+    if nulls.any():
+        raise DataError(f"{name}: {_count(int(nulls.sum()), 'missing value')} "
+                        f"(first: {_rows(nulls, where)})")
     if task == "regression":
-        return _numeric(column, target).astype(np.float32)
-    values = column.to_numpy()
+        numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+        other = ~np.isfinite(numbers)
+        if other.any():
+            raise DataError(f"{name}: a regression target needs finite numbers, found "
+                            f"{_count(int(other.sum()), 'other value')} "
+                            f"(first: {_rows(other, where)})")
     if task == "binary":
-        unexpected = sorted({v for v in np.unique(values).tolist() if v not in (0, 1)})[:5]
-        if unexpected:
-            raise DataError(
-                f"data.target {target!r}: binary task expects 0/1, found {unexpected} "
-                f"in the {split} split"
-            )
-        return values.astype(np.float32)
-    return values
+        binary_classes(column, data.positive_label, where, name)
+
+
+def binary_classes(
+    column: pd.Series, positive_label: Label | None, locate: Locate | None = None,
+    name: str = "data.target",
+) -> tuple[object, ...]:
+    """The classes of a binary target: () for 0/1 or true/false values and no positive label,
+    else (negative, positive). DataError, naming `name` and the values found, otherwise."""
+    where = locate or (lambda row: f"row {row + 1}")
+    firsts = np.flatnonzero(~column.duplicated().to_numpy())
+    values = column.iloc[firsts].tolist()
+    if len(values) > 2 or (positive_label is None and len(values) == 1
+                           and not _zero_or_one(values[0])):
+        found = ", ".join(f"{value!r} (first: {where(int(row))})"
+                          for value, row in zip(values[:_EXAMPLES], firsts, strict=False))
+        more = f", ... ({len(values) - _EXAMPLES} more)" if len(values) > _EXAMPLES else ""
+        raise DataError(
+            f"{name}: a binary target holds 0/1, true/false, or two values and "
+            f"data.positive_label naming the positive one; found "
+            f"{_count(len(values), 'value')}: {found}{more}"
+        )
+    if positive_label is None:
+        if all(_zero_or_one(v) for v in values):
+            return ()
+        raise DataError(f"{name}: holds {values[0]!r} and {values[1]!r}, not 0/1; set "
+                        "data.positive_label to the one that is the positive class")
+    matches = [i for i, value in enumerate(values) if same_label(value, positive_label)]
+    if not matches:
+        shown = ", ".join(map(repr, values))
+        raise DataError(f"{name}: data.positive_label {positive_label!r} is none of its "
+                        f"values ({shown})")
+    if len(values) == 1:
+        raise DataError(f"{name}: holds {values[0]!r} only; a binary task needs a second value")
+    return (values[1 - matches[0]], values[matches[0]])
+
+
+def encode_targets(
+    parts: Sequence[pd.DataFrame], data: DataSpec, task: str
+) -> tuple[tuple[object, ...], list[np.ndarray]]:
+    """(classes, targets of each part) as the trainer takes them: 0/1 float32 (binary), class
+    ids by the sorted labels of the first part (multiclass), float32 (regression). The parts
+    hold a target `check_target` passed; the classes name the label of each id."""
+    columns = [part[data.target] for part in parts]
+    if task == "regression":
+        return (), [pd.to_numeric(c).to_numpy(dtype=np.float32) for c in columns]
+    if task == "multiclass":
+        train, *others = [c.to_numpy() for c in columns]
+        return encode_classes(train, others)
+    classes = binary_classes(pd.concat(columns, ignore_index=True), data.positive_label)
+    if not classes:
+        return (), [c.to_numpy(dtype=np.float32) for c in columns]
+    positive = classes[1]
+    return classes, [(c.to_numpy(dtype=object) == positive).astype(np.float32) for c in columns]
 
 
 def encode_classes(
@@ -62,8 +140,36 @@ def encode_classes(
     return classes, encoded
 
 
-def _numeric(column: pd.Series, name: str) -> np.ndarray:
-    try:
-        return column.to_numpy(dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"data.target {name!r}: regression expects numbers: {exc}") from exc
+def _zero_or_one(value: object) -> bool:
+    return isinstance(value, (bool, int, float)) and value in (0, 1)
+
+
+def same_label(value: object, label: Label) -> bool:
+    """Whether a target value is the label a spec names (the module's matching rules)."""
+    if isinstance(label, bool) and isinstance(value, str):
+        return value.strip().lower() in _YAML_WORDS[label]
+    if isinstance(label, str) != isinstance(value, str):
+        return str(value) == str(label)
+    return bool(value == label)
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def _rows(mask: np.ndarray, where: Locate) -> str:
+    return ", ".join(where(int(i)) for i in np.flatnonzero(mask)[:_EXAMPLES])
+
+
+def suggest_column(name: str, known: Sequence[str]) -> str:
+    """A did-you-mean clause naming the known column closest to `name` (one differing only in
+    case first), or nothing when none is close."""
+    close = [c for c in known if c.lower() == name.lower()] or difflib.get_close_matches(
+        name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def list_columns(known: Sequence[str], limit: int = 20) -> str:
+    """The first `limit` column names, comma-separated, and how many more there are."""
+    more = f", ... ({len(known) - limit} more)" if len(known) > limit else ""
+    return ", ".join(known[:limit]) + more

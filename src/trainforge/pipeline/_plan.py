@@ -1,15 +1,9 @@
 """What a pipeline run will execute, decided before any run exists: the resolved spec, where it
-came from, its DAG and its identity (`spec_hash`).
-
-`spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
-change the result (how a run resumes, stops and reports: `RESULT_NEUTRAL`) and without
-credentials (never dumped). `resume: auto` continues an unfinished run with the same hash.
+came from, its DAG and its identity (`spec_hash`, see `_identity`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,19 +20,10 @@ from trainforge.config import (
 from trainforge.orchestration import Dag
 from trainforge.pipeline._checks import check_spec
 from trainforge.pipeline._dag import build_training_dag
+from trainforge.pipeline._identity import spec_hash
 from trainforge.storage.contracts import RegistryStore
 from trainforge.train import Callback, PreemptionNotice
 
-# Dotted spec paths that change how a run resumes, stops or reports, never what it trains.
-RESULT_NEUTRAL = (
-    "training.checkpoint.resume",
-    "training.checkpoint.preempt_on",
-    "training.checkpoint.async_save",
-    "training.progress",
-    "training.log_every_n_steps",
-    "training.profiler",
-    "tracking",
-)
 SPEC_OBJECT = "<PipelineSpec object>"  # the source named in errors about a spec given as object
 
 
@@ -85,16 +70,3 @@ def plan_pipeline(
     resolved = load_spec(spec, list(overrides))
     check_spec(resolved, spec)
     return PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved))
-
-
-def spec_hash(spec: PipelineSpec) -> str:
-    """sha256 of the canonical JSON of what `spec` trains (see the module docstring)."""
-    data = spec.model_dump(mode="json")
-    for path in RESULT_NEUTRAL:
-        *parents, last = path.split(".")
-        node = data
-        for key in parents:
-            node = node.get(key) or {}
-        node.pop(last, None)
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -29,6 +29,7 @@ from typing import Any
 from trainforge.config import CheckpointSpec, PipelineSpec
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
+from trainforge.pipeline._identity import recorded_spec, spec_hash
 from trainforge.storage import RunStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
@@ -90,13 +91,14 @@ def check_resumable(run: Run, spec: PipelineSpec) -> None:
                             f"{process.get('host')}); stop it first")
 
 
-def check_same_spec(run: Run, given: Mapping[str, Any], spec_hash: str, *,
-                    allow_neutral: bool) -> list[SpecChange]:
-    """The changes from `run`'s recorded spec to `given`, when a resume may make them:
-    none, or (with `allow_neutral`) only changes that keep `spec_hash`. `ResumeRefused`
-    listing them otherwise."""
-    changes = spec_changes(run.params, given)
-    neutral = run.spec_hash == spec_hash
+def check_same_spec(run: Run, given: PipelineSpec, *, allow_neutral: bool) -> list[SpecChange]:
+    """The changes from `run`'s recorded spec (read with today's schema) to `given`, when a
+    resume may make them: none, or (with `allow_neutral`) only changes that keep the spec
+    hash. `ResumeRefused` listing them otherwise."""
+    recorded = recorded_spec(run.params)
+    changes = spec_changes(recorded.model_dump(mode="json") if recorded else run.params,
+                           given.model_dump(mode="json"))
+    neutral = recorded is not None and spec_hash(recorded) == spec_hash(given)
     if not changes or (neutral and allow_neutral):
         return changes
     listed = "\n".join(f"  {change.describe()}" for change in changes)

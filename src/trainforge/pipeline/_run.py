@@ -42,7 +42,6 @@ from trainforge.pipeline._resume import (
     checkpoint_record,
     find_resumable,
     process_record,
-    spec_changes,
 )
 from trainforge.registry import GateResult
 from trainforge.storage import Store
@@ -195,15 +194,13 @@ class _Resumption:
 def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str | None,
                    allow_neutral_changes: bool) -> _Resumption | None:
     """The run to continue (checked), or None for a new run."""
-    given = plan.spec.model_dump(mode="json")
     if resume is not None:
         try:
             run = services.store.get_run(resume)
         except NotFound as exc:
             raise ResumeRefused(f"{exc}: there is no such run to resume") from exc
         check_resumable(run, plan.spec)
-        changes = check_same_spec(run, given, plan.spec_hash,
-                                  allow_neutral=allow_neutral_changes)
+        changes = check_same_spec(run, plan.spec, allow_neutral=allow_neutral_changes)
         return _Resumption(resume, changes)
     if plan.spec.training.checkpoint.resume != "auto":
         return None
@@ -212,7 +209,7 @@ def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str |
     if found is None:
         return None
     log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
-    return _Resumption(found.run_id, spec_changes(found.params, given))
+    return _Resumption(found.run_id, check_same_spec(found, plan.spec, allow_neutral=True))
 
 
 def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle | str | None,

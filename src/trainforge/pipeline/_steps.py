@@ -8,11 +8,14 @@ write to their run through `RunRecorder` only.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -20,10 +23,10 @@ from trainforge.config import DataSpec, EvaluationSpec, FeaturesSpec, PipelineSp
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import DataValidationError
 from trainforge.evaluate import EvalReport, evaluate_model
-from trainforge.features import FeaturePipeline
+from trainforge.features import FeaturePipeline, select_features
 from trainforge.ingest import IngestResult, read_table
 from trainforge.models import build_model, output_size
-from trainforge.pipeline._dataset import Dataset, encode_classes, target_values
+from trainforge.pipeline._dataset import Dataset, check_target, encode_targets
 from trainforge.pipeline._resume import checkpoint_location
 from trainforge.registry import GateResult, check_gates
 from trainforge.split import Splits, split_frame
@@ -31,6 +34,8 @@ from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
 from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, save_weights
 from trainforge.validate import ValidationReport, load_contract, validate_frame
+
+log = logging.getLogger("trainforge")
 
 
 @dataclass(frozen=True)
@@ -55,16 +60,20 @@ def ingest(spec: DataSpec, run: RunRecorder) -> dict[str, Any]:
     return {"raw": raw}
 
 
-def validate(spec: DataSpec, raw: IngestResult, run: RunRecorder) -> dict[str, Any]:
-    if spec.contract is None:
-        return {"validation": None}
-    contract = load_contract(spec.contract)
-    try:
-        report = validate_frame(raw.frame, contract, spec.on_fail, raw.locate, spec.contract)
-    except DataValidationError as exc:
-        _record_validation(run, exc.report)
-        raise
-    _record_validation(run, report)
+def validate(spec: DataSpec, task: str, raw: IngestResult, run: RunRecorder) -> dict[str, Any]:
+    """The schema contract (when the spec names one; its report recorded either way), then the
+    target column against the task. Errors start with the data source and name file lines."""
+    report = None
+    if spec.contract is not None:
+        contract = load_contract(spec.contract)
+        try:
+            report = validate_frame(raw.frame, contract, spec.on_fail, raw.locate, raw.source,
+                                    contract_file=spec.contract)
+        except DataValidationError as exc:
+            _record_validation(run, exc.report)
+            raise
+        _record_validation(run, report)
+    check_target(raw.frame, spec, task, raw.locate, raw.source)
     return {"validation": report}
 
 
@@ -74,23 +83,31 @@ def _record_validation(run: RunRecorder, report: ValidationReport) -> None:
 
 
 def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None) -> dict[str, Any]:
-    return {"splits": split_frame(raw.frame, spec.split)}
+    return {"splits": split_frame(raw.frame, spec.split, raw.locate)}
 
 
 def features(
-    spec: FeaturesSpec, target: str, task: str, splits: Splits, run: RunRecorder
+    spec: FeaturesSpec, data: DataSpec, task: str, raw: IngestResult, splits: Splits,
+    run: RunRecorder,
 ) -> dict[str, Any]:
-    pipeline = FeaturePipeline.from_spec(spec).fit(splits.train)
+    """Fit the feature pipeline on the training split (columns `include` adds written out) and
+    encode every split, naming the file lines of rows it cannot encode. Columns left unused are
+    logged in one warning and recorded in the `features` tag as `unused`."""
+    selection = select_features(spec, splits.train, data.reserved_columns)
+    if selection.unused:
+        log.warning(
+            "features: %d data column(s) are not used: %s (name them in features.transforms "
+            "or features.passthrough, list them in features.exclude, or set features.include: "
+            "remaining)", len(selection.unused), ", ".join(selection.unused))
+    pipeline = FeaturePipeline.from_spec(selection.spec).fit(splits.train)
     run.put_artifact("features/pipeline.json", pipeline.to_json().encode())
     run.set_tags({"features": {"hash": pipeline.content_hash,
-                               "count": len(pipeline.feature_names)}})
-    targets = [target_values(part, target, task, name)
-               for name, part in (("train", splits.train), ("val", splits.val),
-                                  ("test", splits.test))]
-    classes: tuple[object, ...] = ()
-    if task == "multiclass":
-        classes, targets = encode_classes(targets[0], targets[1:])
-    matrices = [pipeline.transform(part) for part in (splits.train, splits.val, splits.test)]
+                               "count": len(pipeline.feature_names),
+                               "unused": list(selection.unused)}})
+    parts = (splits.train, splits.val, splits.test)
+    classes, targets = encode_targets(parts, data, task)
+    matrices = [pipeline.transform(part, _locate_part(raw, positions))
+                for part, positions in zip(parts, splits.positions, strict=True)]
     dataset = Dataset(
         train=(matrices[0], targets[0]),
         val=(matrices[1], targets[1]),
@@ -99,6 +116,11 @@ def features(
         classes=classes,
     )
     return {"dataset": dataset}
+
+
+def _locate_part(raw: IngestResult, positions: np.ndarray) -> Callable[[int], str]:
+    """Where row `i` of a split part came from: its file and line in the data read."""
+    return lambda row: raw.locate(int(positions[row]))
 
 
 def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],

@@ -10,6 +10,9 @@ Rules, per contract column (in contract order), then per extra column:
 - min / max: numeric values below / above the bound.
 - allowed: non-null values of the right type outside the list.
 - unexpected column: columns the contract does not name, when `allow_extra_columns` is false.
+
+Row locations are `locate(position)` (an `IngestResult.locate` names the file and line), or
+`row <n>` counted from 1 when no `locate` is given.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def check_contract(
     frame: pd.DataFrame, contract: SchemaContract, locate: Locate | None = None
 ) -> ValidationReport:
     """Check every rule of `contract` on `frame`; row locations come from `locate(position)`."""
-    where = locate or (lambda row: f"row {row}")
+    where = locate or (lambda row: f"row {row + 1}")
     rows = len(frame)
     violations: list[Violation] = []
     for name, rule in contract.columns.items():

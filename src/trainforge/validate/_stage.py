@@ -23,16 +23,20 @@ def validate_frame(
     on_fail: Literal["error", "warn"],
     locate: Locate | None = None,
     source: str = "",
+    *,
+    contract_file: str = "",
 ) -> ValidationReport:
     """Check `frame`; on a violation raise DataValidationError ("error") or warn ("warn").
 
-    `source` (the data source or contract path) starts the message, so a user knows which file
-    to look at; the report travels on the error as `.report`.
+    `source` (the data file or glob the rows came from) starts the message, so a user knows
+    which file to open; `contract_file` names the rules broken. The report travels on the
+    error as `.report`.
     """
     report = check_contract(frame, contract, locate)
     if report.passed:
         return report
-    message = f"{source or 'data'}: rows break the schema contract\n{report.summary()}"
+    rules = f" in {contract_file}" if contract_file else ""
+    message = f"{source or 'data'}: rows break the schema contract{rules}\n{report.summary()}"
     if on_fail == "error":
         raise DataValidationError(message, report)
     warnings.warn(message, ContractWarning, stacklevel=2)

@@ -1,0 +1,52 @@
+"""What a spec trains, as a hash: `spec_hash`, and a recorded spec read with today's schema.
+
+`spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
+change the result (how a run resumes, stops and reports: `RESULT_NEUTRAL`) and without
+credentials (never dumped). `resume: auto` continues an unfinished run with the same hash, and
+a resume may make only changes that keep it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from trainforge.config import PipelineSpec
+
+# Dotted spec paths that change how a run resumes, stops or reports, never what it trains.
+RESULT_NEUTRAL = (
+    "training.checkpoint.resume",
+    "training.checkpoint.preempt_on",
+    "training.checkpoint.async_save",
+    "training.progress",
+    "training.log_every_n_steps",
+    "training.profiler",
+    "tracking",
+)
+
+
+def spec_hash(spec: PipelineSpec) -> str:
+    """sha256 of the canonical JSON of what `spec` trains (see the module docstring)."""
+    data = spec.model_dump(mode="json")
+    for path in RESULT_NEUTRAL:
+        *parents, last = path.split(".")
+        node = data
+        for key in parents:
+            node = node.get(key) or {}
+        node.pop(last, None)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def recorded_spec(params: Mapping[str, Any]) -> PipelineSpec | None:
+    """A run's recorded spec (its params) as today's schema reads it, so fields added since it
+    was recorded take their defaults instead of counting as changes; None when the params no
+    longer validate."""
+    try:
+        return PipelineSpec.model_validate(dict(params))
+    except ValidationError:
+        return None
