@@ -117,7 +117,7 @@ def test_a_feature_column_missing_from_the_data_is_a_spec_error_before_any_run(f
     with pytest.raises(SpecError, match=r"features.transforms.1.columns: 'amount' is not a "
                                         rf"column of data file {paths[0]}"):
         run_pipeline(fraud_project / "pipeline.yaml", FAST)
-    assert home_store().list_runs() == []
+    assert home_store().list_runs().items == ()
 
 
 def test_missing_contract_column_fails_validation_naming_the_data_and_column(fraud_project):
