@@ -6,6 +6,7 @@ from pathlib import Path
 
 from trainforge.config._loading import (
     apply_overrides,
+    flatten_paths,
     load_model,
     parse_model,
     read_yaml_mapping,
@@ -61,6 +62,7 @@ __all__ = [
     "TrainingSpec",
     "TransformSpec",
     "apply_overrides",
+    "flatten_paths",
     "load_model",
     "load_spec",
     "mask_url_password",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from trainforge.config import CheckpointSpec, PipelineSpec
+from trainforge.config import CheckpointSpec, PipelineSpec, flatten_paths
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
 from trainforge.pipeline._identity import recorded_spec, spec_hash
@@ -72,7 +72,7 @@ class SpecChange:
 
 def spec_changes(recorded: Mapping[str, Any], given: Mapping[str, Any]) -> list[SpecChange]:
     """Every leaf field (dotted path) whose value differs, by path; absent is None."""
-    old, new = _leaves(recorded), _leaves(given)
+    old, new = flatten_paths(recorded), flatten_paths(given)
     return [SpecChange(path, old.get(path), new.get(path)) for path in sorted(old | new)
             if old.get(path) != new.get(path)]
 
@@ -145,16 +145,6 @@ def has_checkpoint(spec: CheckpointSpec, location: str, run_id: str) -> bool:
         with CheckpointManager(location, spec, run_id,
                                storage_options=spec.fsspec_options()) as manager:
             return manager.latest() is not None
-
-
-def _leaves(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, Mapping) and value:
-            found.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            found[f"{prefix}{key}"] = value
-    return found
 
 
 def _pid_exists(pid: int) -> bool:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import Settings
+from trainforge.config import Settings, flatten_paths
 from trainforge.entities import MetricPoint, Run
 from trainforge.errors import NotFound
 from trainforge.storage import MetricStore, RunRecordStore, RunStore, Store, all_items
@@ -111,7 +111,7 @@ def compare_runs(run_ids: Sequence[str], store: RunStore | None = None) -> RunCo
 
 def comparison(runs: Sequence[Run]) -> RunComparison:
     """The comparison of `runs` (pure)."""
-    flat = [_flatten(run.params) for run in runs]
+    flat = [flatten_paths(run.params) for run in runs]
     param_keys = sorted(set().union(*flat))
     params = {key: tuple(f.get(key) for f in flat) for key in param_keys}
     differing = {key: values for key, values in params.items() if len(set(map(repr, values))) > 1}
@@ -120,12 +120,3 @@ def comparison(runs: Sequence[Run]) -> RunComparison:
     return RunComparison(tuple(run.run_id for run in runs), differing, metrics,
                          len(params) - len(differing))
 
-
-def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict) and value:
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
