@@ -30,7 +30,8 @@ MiB = 2**20
 
 def test_public_api() -> None:
     assert objects_package.__all__ == [
-        "FsspecObjectStore", "LocalObjectStore", "ObjectStore", "check_key", "open_object_store",
+        "FsspecObjectStore", "GuardedObjectStore", "LocalObjectStore", "ObjectStore", "check_key",
+        "open_object_store",
     ]
     assert doctest.testmod(objects_package).failed == 0
 

@@ -18,12 +18,13 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from trainforge.errors import ObjectStoreError
-from trainforge.storage.objects._base import ObjectStore, check_key
+from trainforge.storage.objects._base import GuardedObjectStore, ObjectStore, check_key
 from trainforge.storage.objects._fsspec import FsspecObjectStore
 from trainforge.storage.objects._local import LocalObjectStore
 
 __all__ = [
     "FsspecObjectStore",
+    "GuardedObjectStore",
     "LocalObjectStore",
     "ObjectStore",
     "check_key",

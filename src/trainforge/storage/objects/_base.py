@@ -20,9 +20,10 @@ Rules:
 - one writer per key, any number of readers. Instances hold no per-call state and are safe to
   share across threads.
 
-The base class holds the guards (key checks, error translation, listing filters); the
-implementations fill in the `_` hooks, which raise `OSError` (`FileNotFoundError` for a missing
-object) and see only checked keys.
+`ObjectStore` is the contract (a Protocol: what key layouts are typed on); `GuardedObjectStore`
+is the base of the implementations. It holds the guards (key checks, error translation,
+listing filters); the implementations fill in the `_` hooks, which raise `OSError`
+(`FileNotFoundError` for a missing object) and see only checked keys.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from trainforge.errors import ObjectNotFound, ObjectStoreError
 
@@ -65,8 +66,36 @@ def _valid(key: str) -> bool:
     )
 
 
-class ObjectStore(ABC):
-    """Objects under one root; guards in the public methods, storage in the `_` hooks."""
+class ObjectStore(Protocol):
+    """Objects under one root, with the rules of the module docstring."""
+
+    @property
+    def root_uri(self) -> str: ...
+
+    def list(self, prefix: str = "", *, include_temporary: bool = False) -> dict[str, int]: ...
+
+    def write(self, key: str, data: Source) -> None: ...
+
+    def open(self, key: str) -> BinaryIO: ...
+
+    def read(self, key: str) -> bytes: ...
+
+    def size(self, key: str) -> int: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def delete_prefix(self, prefix: str) -> None: ...
+
+    def uri_of(self, key: str) -> str: ...
+
+    def local_path(self, key: str = "") -> Path | None: ...
+
+
+class GuardedObjectStore(ABC):
+    """An `ObjectStore` implementation's base: guards in the public methods, storage in the
+    `_` hooks."""
 
     root_uri: str
 

@@ -20,12 +20,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from trainforge.errors import ObjectStoreError
-from trainforge.storage.objects._base import Chunk, ObjectStore
+from trainforge.storage.objects._base import Chunk, GuardedObjectStore
 
 INSTALL = "pip install 'trainforge[s3]'"
 
 
-class FsspecObjectStore(ObjectStore):
+class FsspecObjectStore(GuardedObjectStore):
     """Objects under `<protocol>://<bucket or host>/<prefix>`."""
 
     def __init__(self, location: str, storage_options: Mapping[str, Any] | None = None) -> None:

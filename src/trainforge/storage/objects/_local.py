@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from trainforge.storage.objects._base import Chunk, ObjectStore
+from trainforge.storage.objects._base import Chunk, GuardedObjectStore
 
 
-class LocalObjectStore(ObjectStore):
+class LocalObjectStore(GuardedObjectStore):
     """A local folder (created on the first write)."""
 
     def __init__(self, root: str | Path) -> None:
