@@ -203,7 +203,8 @@ def models_list(as_json: _render.JsonFlag = False) -> None:
         _render.emit_json(rows)
         return
     columns = ["model", "version", "stage", "run_id", "created", "metrics"]
-    _render.emit_table("Model versions", columns, [_table_row(row, columns) for row in rows])
+    _render.emit_table("Model versions", columns, [_table_row(row, columns) for row in rows],
+                       empty="no model versions")
 
 
 @models_app.command("show")

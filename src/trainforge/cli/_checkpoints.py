@@ -62,7 +62,9 @@ def checkpoints_list(
         return
     columns = ["step", "epoch", "created", "deleted", *([monitor] if monitor else []), "uri"]
     _render.emit_table(f"Checkpoints of run {run_id}", columns,
-                       [_cells(row, monitor) for row in rows])
+                       [_cells(row, monitor) for row in rows],
+                       empty=f"no checkpoints of run {run_id}"
+                       + ("" if all_ else " (--all shows deleted ones too)"))
 
 
 def checkpoints_gc(

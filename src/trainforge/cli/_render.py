@@ -33,8 +33,14 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=True) + "\n")
 
 
-def emit_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """A table: boxed on a terminal, whitespace-aligned plain text otherwise."""
+def emit_table(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, empty: str
+) -> None:
+    """A table: boxed on a terminal, whitespace-aligned plain text otherwise; with no rows, the
+    line `empty` instead (e.g. "no runs"), in both."""
+    if not rows:
+        sys.stdout.write(empty + "\n")
+        return
     cells = [[_cell(v) for v in row] for row in rows]
     if is_terminal():
         table = Table(title=title)

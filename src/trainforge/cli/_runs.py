@@ -55,7 +55,8 @@ def runs_list(
     columns = ["run_id", "experiment", "status", "started", "seconds", "metrics"]
     table = [[row[c] for c in columns[:-1]] + [_metric_cell(run.metrics, keys)]
              for row, run in zip(rows, runs, strict=True)]
-    _render.emit_table("Runs", columns, table)
+    _render.emit_table("Runs", columns, table,
+                       empty="no runs match" if filter or experiment else "no runs")
 
 
 def _metric_keys(filter: str | None, sort: str | None) -> list[str]:
@@ -97,7 +98,8 @@ def runs_compare(
     rows = [[f"params.{key}", *values] for key, values in result.params.items()]
     rows += [[f"metrics.{key}", *values] for key, values in result.metrics.items()]
     title = f"{len(result.params)} params differ, {result.same_params} equal"
-    _render.emit_table(title, ["field", *(r[:8] for r in result.run_ids)], rows)
+    _render.emit_table(title, ["field", *(r[:8] for r in result.run_ids)], rows,
+                       empty=f"{title}; no run has metrics")
 
 
 def runs_history(
@@ -118,7 +120,8 @@ def runs_history(
         _render.emit_json(rows)
         return
     _render.emit_table(f"{key} of run {run_id}", ["step", "value", "time"],
-                       [[r["step"], r["value"], r["time"]] for r in rows])
+                       [[r["step"], r["value"], r["time"]] for r in rows],
+                       empty=f"no points of {key!r} in run {run_id}")
 
 
 def runs_gc(
