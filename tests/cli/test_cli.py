@@ -90,5 +90,6 @@ def test_gate_failure_exits_3(fraud_project):
     (("runs", "list", "--experiment", "nope"), "experiment 'nope' not found"),
 ])
 def test_unknown_names_are_reported(args, message):
+    assert cli("runs", "gc").returncode == 0  # creates the database
     result = cli(*args)
     assert result.returncode == 1 and message in result.stderr

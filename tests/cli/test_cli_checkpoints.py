@@ -140,6 +140,7 @@ def test_checkpoints_without_records_are_recorded(trained, tmp_path):
 
 
 def test_an_unknown_run_is_named():
+    open_store(Settings.from_env().database_url.get_secret_value()).close()
     for args in (["list", "nope"], ["gc", "nope", "--keep-last", "1"]):
         result = invoke(*args)
         assert result.exit_code == 1 and "run 'nope' not found" in result.stderr

@@ -1,5 +1,7 @@
-"""Typer commands. Exit codes: 0 done, 1 the run failed, 2 bad spec or arguments,
-3 the run completed but a gate stopped registration, 75 the run was preempted (resume it)."""
+"""Typer commands. Exit codes: 0 done; 1 the run failed, or what a command names does not exist
+(a run, model or experiment, or the database itself: commands that only read never create
+one, see `_context.existing_store`); 2 bad spec or arguments; 3 the run completed but a gate
+stopped registration; 75 the run was preempted (resume it)."""
 
 from __future__ import annotations
 
@@ -181,7 +183,7 @@ checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 @runs_app.command("show")
 def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
-    store = _context.store()
+    store = _context.existing_store()
     try:
         run_ = store.get_run(run_id)
     except NotFound as exc:
@@ -196,7 +198,7 @@ def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
 @models_app.command("list")
 def models_list(as_json: _render.JsonFlag = False) -> None:
     """Every registered model version."""
-    store = _context.store()
+    store = _context.existing_store()
     versions = all_items(lambda cursor: store.list_model_versions(cursor=cursor))
     rows = [model_row(v) for v in versions]
     if as_json:
@@ -210,7 +212,7 @@ def models_list(as_json: _render.JsonFlag = False) -> None:
 @models_app.command("show")
 def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
     """All versions of model NAME with their lineage."""
-    store = _context.store()
+    store = _context.existing_store()
     versions = all_items(lambda cursor: store.list_model_versions(name, cursor=cursor))
     if not versions:
         _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)

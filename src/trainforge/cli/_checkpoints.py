@@ -49,7 +49,7 @@ def checkpoints_list(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
-    store = _context.store()
+    store = _context.existing_store()
     try:
         with _warnings_on_stderr():
             records = list_run_checkpoints(store, run_id, include_deleted=all_)

@@ -2,7 +2,7 @@
 
 Thin: each command calls one `trainforge.tracking` function and renders the records. A bad
 `--filter` or `--sort` exits 2 naming the position and what was expected; an unknown run or
-experiment exits 1.
+experiment exits 1, and so does a database that does not exist (only `gc` creates one).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ def runs_list(
 ) -> None:
     """Runs matching --filter, ordered by --sort (newest first by default)."""
     keys = _metric_keys(filter, sort)
+    store = _context.existing_store()
     try:
-        runs = search_runs(experiment, filter, sort, limit, store=_context.store())
+        runs = search_runs(experiment, filter, sort, limit, store=store)
     except NotFound as exc:
         _render.fail(str(exc), 1)
-    store = _context.store()
     names = {e.experiment_id: e.name
              for e in all_items(lambda cursor: store.list_experiments(cursor=cursor))}
     rows = [run_row(r, names) for r in runs]
@@ -87,7 +87,7 @@ def runs_compare(
     if len(run_ids) < 2:
         _render.fail("compare needs at least two run ids", 2)
     try:
-        result = compare_runs(run_ids, store=_context.store())
+        result = compare_runs(run_ids, store=_context.existing_store())
     except NotFound as exc:
         _render.fail(str(exc), 1)
     if as_json:
@@ -112,7 +112,8 @@ def runs_history(
 ) -> None:
     """The series KEY of run RUN_ID, by step."""
     try:
-        points = get_metric_history(run_id, key, max_points, store=_context.store())
+        store = _context.existing_store()
+        points = get_metric_history(run_id, key, max_points, store=store)
     except NotFound as exc:
         _render.fail(str(exc), 1)
     rows = [{"step": p.step, "value": p.value, "time": _time(p.timestamp)} for p in points]
@@ -142,7 +143,7 @@ def runs_gc(
 
 def runs_replay(as_json: _render.JsonFlag = False) -> None:
     """Write what runs spilled to local files while the database was unreachable."""
-    replayed = replay_spills(_context.store(), _context.settings().spill_dir)
+    replayed = replay_spills(_context.existing_store(), _context.settings().spill_dir)
     if as_json:
         _render.emit_json(replayed)
         return

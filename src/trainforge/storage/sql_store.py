@@ -3,7 +3,9 @@
 The URL picks the backend: `sqlite:///path/to/file.db` or `postgresql+psycopg://user@host/db`
 (`open_store(url)` chooses this class for both). The rules of `storage/contracts.py` hold;
 beyond them:
-- the schema is migrated to the newest revision when the store is opened;
+- the schema is migrated to the newest revision when the store is opened; opened with
+  `create=False`, a database that does not exist (a SQLite file) or holds no schema raises
+  `DatabaseNotFound`, and nothing is created;
 - every public method is one transaction; writes on SQLite take the write lock when they begin,
   so read-modify-write methods (`log_params`, `set_tags`, `set_system`, `set_summary_metrics`)
   never lose an update, and on PostgreSQL they lock the run row;
@@ -95,14 +97,18 @@ def new_id() -> str:
 class SqlStore:
     """The store on SQLite or PostgreSQL; safe to share between threads."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
         backend = _backend(url)
         self._url = url
-        self._engine = make_engine(url)
+        self._engine = make_engine(url, create)
         self._dialect = backend
         self._insert = _BACKENDS[backend]
-        with _translated(self):
-            migrate(self._engine)
+        try:
+            with _translated(self):
+                migrate(self._engine, create)
+        except BaseException:
+            self._engine.dispose()
+            raise
         self._reader = sessionmaker(self._engine, expire_on_commit=False)
         writer = self._engine.execution_options(**{WRITE: True})
         self._writer = sessionmaker(writer, expire_on_commit=False)

@@ -12,10 +12,11 @@ _STORES: dict[str, Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def default_store(settings: Settings | None = None) -> Store:
-    """The store at `settings.database_url` (default: `Settings.from_env()`)."""
+def default_store(settings: Settings | None = None, create: bool = True) -> Store:
+    """The store at `settings.database_url` (default: `Settings.from_env()`); with
+    `create=False`, `DatabaseNotFound` unless the database exists (see `open_store`)."""
     url = (settings or Settings.from_env()).database_url.get_secret_value()
     with _STORES_LOCK:
         if url not in _STORES:
-            _STORES[url] = open_store(url)
+            _STORES[url] = open_store(url, create)
         return _STORES[url]
