@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import shlex
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -29,15 +29,11 @@ from trainforge.errors import (
     SpecError,
     TrainforgeError,
 )
-from trainforge.orchestration import StepEvent
-from trainforge.pipeline import (
-    Launch,
-    PipelineResult,
-    launch_pipeline,
-    load_checked_spec,
-    run_pipeline,
-)
 from trainforge.storage import all_items
+
+if TYPE_CHECKING:
+    from trainforge.orchestration import StepEvent
+    from trainforge.pipeline import PipelineResult
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
@@ -113,6 +109,8 @@ def run(
     if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or rdzv_id or max_restarts):
         _render.fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need "
                      "--nproc-per-node", 2)
+    from trainforge.pipeline import Launch, launch_pipeline, run_pipeline
+
     if not as_json:
         _setup_logging()
     result: PipelineResult | None
@@ -154,6 +152,8 @@ def run(
 @app.command()
 def validate(spec: str, overrides: Overrides = None, as_json: _render.JsonFlag = False) -> None:
     """Check SPEC (and its data contract) without running anything."""
+    from trainforge.pipeline import load_checked_spec
+
     try:
         loaded = load_checked_spec(spec, overrides or [])
     except SpecError as exc:

@@ -18,8 +18,6 @@ import typer
 from trainforge.cli import _context, _render
 from trainforge.entities import CheckpointRecord
 from trainforge.errors import CheckpointError, Conflict, NotFound
-from trainforge.pipeline import checkpoint_policy, gc_run_checkpoints, list_run_checkpoints
-from trainforge.train.checkpoint import CheckpointWarning
 
 KeepLast = Annotated[Optional[int], typer.Option(
     min=0, help="Newest checkpoints kept (default: the run's training.checkpoint.keep_last).")]
@@ -34,6 +32,8 @@ FAILURES = (CheckpointError, Conflict, NotFound)
 @contextmanager
 def _warnings_on_stderr() -> Iterator[None]:
     """Each `CheckpointWarning` (a folder that is not a valid checkpoint) as one line."""
+    from trainforge.train.checkpoint import CheckpointWarning
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CheckpointWarning)
         try:
@@ -49,6 +49,8 @@ def checkpoints_list(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
+    from trainforge.pipeline import checkpoint_policy, list_run_checkpoints
+
     store = _context.existing_store()
     try:
         with _warnings_on_stderr():
@@ -78,6 +80,8 @@ def checkpoints_gc(
 
     Kept: the --keep-last newest and, besides, the --keep-best best by the run's monitor metric.
     """
+    from trainforge.pipeline import gc_run_checkpoints
+
     try:
         with _warnings_on_stderr():
             deleted = gc_run_checkpoints(_context.store(), run_id, keep_last, keep_best,

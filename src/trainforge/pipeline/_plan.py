@@ -1,6 +1,9 @@
 """What a pipeline run will execute, decided before any run exists: the resolved spec, where it
 came from, its DAG and its identity (`spec_hash`).
 
+Deciding imports no torch and no pandas beyond what the checks of `_checks` need (the DAG's
+steps are imported by `PipelinePlan.dag`), so `trainforge validate` stays fast.
+
 `spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
 change the result (how a run resumes, stops and reports: `RESULT_NEUTRAL`) and without
 credentials (never dumped). `resume: auto` continues an unfinished run with the same hash.
@@ -13,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.config import (
     KEEP_CREDENTIALS,
@@ -23,11 +26,13 @@ from trainforge.config import (
     parse_model,
     redact_argument,
 )
-from trainforge.orchestration import Dag
 from trainforge.pipeline._checks import check_spec
-from trainforge.pipeline._dag import build_training_dag
-from trainforge.storage.contracts import RegistryStore
-from trainforge.train import Callback, PreemptionNotice
+from trainforge.train import PreemptionNotice
+
+if TYPE_CHECKING:
+    from trainforge.orchestration import Dag
+    from trainforge.storage.contracts import RegistryStore
+    from trainforge.train import Callback
 
 # Dotted spec paths that change how a run resumes, stops or reports, never what it trains.
 RESULT_NEUTRAL = (
@@ -58,6 +63,8 @@ class PipelinePlan:
 
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
             preemption: PreemptionNotice | None = None) -> Dag:
+        from trainforge.pipeline._dag import build_training_dag
+
         return build_training_dag(self.spec, registry, callbacks, preemption)
 
     def preemption_notice(self) -> PreemptionNotice:
@@ -85,6 +92,11 @@ def plan_pipeline(
     resolved = load_spec(spec, list(overrides))
     check_spec(resolved, spec)
     return PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved))
+
+
+def load_checked_spec(path: str | Path, overrides: Sequence[str] | None = None) -> PipelineSpec:
+    """Load a spec and run the cross-section checks: what `trainforge validate` does."""
+    return plan_pipeline(path, overrides).spec
 
 
 def spec_hash(spec: PipelineSpec) -> str:

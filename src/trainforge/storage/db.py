@@ -8,12 +8,14 @@ Rules:
   option `WRITE` set begins with `BEGIN IMMEDIATE`, taking the write lock up front instead of
   failing to upgrade a read lock.
 - `postgresql+psycopg://...` is used as is.
-- `migrate(engine)` brings the schema to the newest revision. It reads the revision first and
-  does nothing when already there; otherwise it takes a database-wide lock (`BEGIN IMMEDIATE`
-  on SQLite, `pg_advisory_xact_lock` on PostgreSQL), reads again and upgrades in that one
-  transaction, so processes opening a fresh database together all succeed. With
-  `create=False`, a database holding no schema at all raises `DatabaseNotFound` and is left
-  as it is (an older schema is still upgraded: the store reads only the newest).
+- `migrate(engine)` brings the schema to the newest revision, `SCHEMA_REVISION`. It reads the
+  revision first and does nothing when already there, without importing alembic (whose import
+  alone takes longer than a whole read-only CLI command should); otherwise it takes a
+  database-wide lock (`BEGIN IMMEDIATE` on SQLite, `pg_advisory_xact_lock` on PostgreSQL),
+  reads again and upgrades in that one transaction, so processes opening a fresh database
+  together all succeed. With `create=False`, a database holding no schema at all raises
+  `DatabaseNotFound` and is left as it is (an older schema is still upgraded: the store reads
+  only the newest).
 """
 
 from __future__ import annotations
@@ -21,18 +23,20 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
 from trainforge.config import mask_url_password
 from trainforge.errors import DatabaseNotFound
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The newest revision in migrations/versions/, the schema the store reads and writes; a test
+# pins it to alembic's head (`head_revision()`), so a new revision must move it.
+SCHEMA_REVISION = "0004"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Execution option: begin this connection's transactions with the write lock held (SQLite).
 WRITE = "trainforge_write"
@@ -109,6 +113,8 @@ def _begin_sqlite(connection: Connection) -> None:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """Alembic's configuration, built in code; `connection` is the one migrations run on."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
@@ -116,21 +122,27 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
-    """The newest revision in `migrations/versions/`."""
+    """The newest revision in `migrations/versions/`, as alembic reads it."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None, "migrations/versions/ holds no revision"
     return head
 
 
 def current_revision(connection: Connection) -> str | None:
-    """The revision the database is at; None for an empty database."""
-    return MigrationContext.configure(connection).get_current_revision()
+    """The revision the database is at (alembic's record of it); None for an empty database."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    revision: str | None = connection.execute(
+        text("SELECT version_num FROM alembic_version")).scalar()
+    return revision
 
 
 def migrate(engine: Engine, create: bool = True) -> None:
-    """Upgrade the schema to `head_revision()`, safely under concurrent first use; with
+    """Upgrade the schema to `SCHEMA_REVISION`, safely under concurrent first use; with
     `create=False`, `DatabaseNotFound` for a database holding no schema."""
-    head = head_revision()
+    head = SCHEMA_REVISION
     with engine.connect() as connection:
         current = current_revision(connection)
     if current == head:
@@ -150,4 +162,6 @@ def migrate(engine: Engine, create: bool = True) -> None:
 
 def upgrade(connection: Connection) -> None:
     """Run alembic's upgrade to head inside the caller's transaction on `connection`."""
+    from alembic import command
+
     command.upgrade(alembic_config(connection), "head")
