@@ -45,7 +45,9 @@ def test_list_filters_sorts_and_limits(runs):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--filter", "metrics.test_auc >> 0.9"],
-     "--filter 'metrics.test_auc >> 0.9' at position 18: expected a number or a quoted string"),
+     "--filter 'metrics.test_auc >> 0.9' at position 18: expected a number, a quoted string"),
+    (["--filter", "(status = 'failed'"],
+     "--filter \"(status = 'failed'\" at position 18: expected 'and', 'or' or ')'"),
     (["--sort", "-bogus"], "--sort '-bogus' at position 1: cannot sort by 'bogus'"),
 ])
 def test_a_bad_filter_or_sort_exits_2_naming_the_position(runs, args, message):

@@ -16,6 +16,7 @@ from trainforge.cli import _context, _render
 from trainforge.cli._views import run_row, short_metrics
 from trainforge.errors import NotFound, QueryError
 from trainforge.storage import all_items
+from trainforge.storage.query import comparisons
 from trainforge.tracking import (
     DEFAULT_CRASH_TIMEOUT_S,
     collect_crashed_runs,
@@ -62,14 +63,14 @@ def runs_list(
 def _metric_keys(filter: str | None, sort: str | None) -> list[str]:
     """The metric names --filter and --sort use (shown first), after checking both parse."""
     try:
-        comparisons = parse_filter(filter)
+        condition = parse_filter(filter)
     except QueryError as exc:
         _render.fail(f"--filter {exc}", 2)
     try:
         sort_keys = parse_sort(sort)
     except QueryError as exc:
         _render.fail(f"--sort {exc}", 2)
-    fields = [k.field for k in sort_keys] + [c.field for c in comparisons]
+    fields = [k.field for k in sort_keys] + [c.field for c in comparisons(condition)]
     return list(dict.fromkeys(f.name for f in fields if f.kind == "metrics"))
 
 

@@ -135,8 +135,9 @@ class RunStore(Protocol):
     - `list_runs` orders newest `started_at` first, then by run id; the cursor holds that pair,
       so runs started after the listing began never show up on its later pages;
     - `search_runs` filters and sorts with the query language of `trainforge.storage.query`
-      (`metrics.`, `params.`, `tags.`, `system.` fields; `QueryError` for a malformed filter or
-      sort), then newest first, then by run id; the
+      (`metrics.`, `params.`, `tags.`, `system.` fields and run attributes, compared with
+      numbers, strings or booleans, joined by `and` / `or` and parentheses; `QueryError` for a
+      malformed filter or sort), then newest first, then by run id; the
       cursor holds the sort values of the last run it covered (see the module docstring for
       values that change meanwhile);
     - as every area: one unit of work per call, from any thread, frozen records the caller
