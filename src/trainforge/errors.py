@@ -8,6 +8,7 @@
     ├── StoreError                  the tracking database cannot do what was asked
     │   ├── NotFound                a run, experiment or model version does not exist
     │   │   └── DatabaseNotFound    no trainforge database at a URL (opened with create=False)
+    │   ├── Ambiguous               a run id prefix matches several runs (lists them)
     │   ├── Conflict                a write collides with existing state
     │   └── StoreUnavailable        the database cannot be reached now (retry, or spill and replay)
     ├── QueryError                  a run filter or sort key is malformed (names the position)
@@ -77,6 +78,15 @@ class DatabaseNotFound(NotFound):
     def __init__(self, where: str, reason: str) -> None:
         self.where = where
         super().__init__(f"no trainforge database at {where}: {reason}")
+
+
+class Ambiguous(StoreError):
+    """A run id prefix matches more than one run; `candidates` holds some of their ids (the
+    message says how many match) and a longer prefix tells them apart."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        self.candidates = list(candidates)
+        super().__init__(message)
 
 
 class Conflict(StoreError):

@@ -82,6 +82,28 @@ def test_compare_bad_arguments(runs, args, code, message):
     assert result.exit_code == code and message in result.stderr
 
 
+def test_a_run_id_may_be_shortened_to_a_unique_prefix(runs):
+    short = runs[0][:8]
+    assert json.loads(invoke("runs", "show", short, "--json").stdout)["run_id"] == runs[0]
+    history = json.loads(invoke("runs", "history", short, "loss", "--json").stdout)
+    assert len(history) == 300
+    compared = json.loads(invoke("runs", "compare", short, runs[1][:5], "--json").stdout)
+    assert compared["runs"] == [runs[0], runs[1]]
+
+
+def test_an_ambiguous_prefix_exits_1_listing_the_runs_it_matches(runs):
+    store = default_store()
+    experiment = store.get_or_create_experiment("fraud").experiment_id
+    for run_id in ("abc1", "abc2"):
+        store.create_run(experiment, {}, {}, "unused", run_id=run_id)
+    for args in (["runs", "show", "abc"], ["runs", "history", "abc", "loss"],
+                 ["runs", "compare", runs[0], "abc"], ["checkpoints", "list", "abc"]):
+        result = invoke(*args)
+        assert result.exit_code == 1
+        assert result.stderr == ("run id 'abc' is ambiguous: 2 runs start with it (abc1, abc2); "
+                                 "give more of the id\n")
+
+
 def test_history_downsamples_on_request(runs):
     full = json.loads(invoke("runs", "history", runs[0], "loss", "--json").stdout)
     assert [p["step"] for p in full] == list(range(300))

@@ -22,7 +22,6 @@ from trainforge.cli._views import (
 )
 from trainforge.config import redact_argument
 from trainforge.errors import (
-    NotFound,
     ResumeRefused,
     RunFailed,
     RunPreempted,
@@ -181,13 +180,10 @@ checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 
 
 @runs_app.command("show")
-def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
+def runs_show(run_id: _context.RunId, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
     store = _context.existing_store()
-    try:
-        run_ = store.get_run(run_id)
-    except NotFound as exc:
-        _render.fail(str(exc), 1)
+    run_ = _context.find_run(store, run_id)
     fields = run_fields(run_, store.get_experiment(run_.experiment_id).name)
     if as_json:
         _render.emit_json(dict(fields))

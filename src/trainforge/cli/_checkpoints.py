@@ -1,8 +1,9 @@
 """`trainforge checkpoints ...` over `trainforge.pipeline`: list (reconciled with storage) and gc.
 
-Thin: each command calls one library function and renders what it returns. An unknown run, a
-run without checkpoints, a running run (gc without --force) or a retention that cannot be
-applied exit 1 with the reason on stderr; a bad option value exits 2.
+Thin: each command calls one library function and renders what it returns. An unknown or
+ambiguous RUN_ID (a whole id or a unique start of one), a run without checkpoints, a running
+run (gc without --force) or a retention that cannot be applied exit 1 with the reason on
+stderr; a bad option value exits 2.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _warnings_on_stderr() -> Iterator[None]:
 
 
 def checkpoints_list(
-    run_id: str,
+    run_id: _context.RunId,
     all_: Annotated[bool, typer.Option("--all", help="Also those whose files are gone.")] = False,
     as_json: _render.JsonFlag = False,
 ) -> None:
@@ -52,10 +53,11 @@ def checkpoints_list(
     from trainforge.pipeline import checkpoint_policy, list_run_checkpoints
 
     store = _context.existing_store()
+    run = _context.find_run(store, run_id)
     try:
         with _warnings_on_stderr():
-            records = list_run_checkpoints(store, run_id, include_deleted=all_)
-        monitor = checkpoint_policy(store.get_run(run_id)).monitor
+            records = list_run_checkpoints(store, run.run_id, include_deleted=all_)
+        monitor = checkpoint_policy(run).monitor
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     rows = [checkpoint_row(record) for record in records]
@@ -63,14 +65,14 @@ def checkpoints_list(
         _render.emit_json(rows)
         return
     columns = ["step", "epoch", "created", "deleted", *([monitor] if monitor else []), "uri"]
-    _render.emit_table(f"Checkpoints of run {run_id}", columns,
+    _render.emit_table(f"Checkpoints of run {run.run_id}", columns,
                        [_cells(row, monitor) for row in rows],
-                       empty=f"no checkpoints of run {run_id}"
+                       empty=f"no checkpoints of run {run.run_id}"
                        + ("" if all_ else " (--all shows deleted ones too)"))
 
 
 def checkpoints_gc(
-    run_id: str,
+    run_id: _context.RunId,
     keep_last: KeepLast = None,
     keep_best: KeepBest = None,
     force: Force = False,
@@ -82,10 +84,11 @@ def checkpoints_gc(
     """
     from trainforge.pipeline import gc_run_checkpoints
 
+    store = _context.store()
+    run = _context.find_run(store, run_id)
     try:
         with _warnings_on_stderr():
-            deleted = gc_run_checkpoints(_context.store(), run_id, keep_last, keep_best,
-                                         force=force)
+            deleted = gc_run_checkpoints(store, run.run_id, keep_last, keep_best, force=force)
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     if as_json:

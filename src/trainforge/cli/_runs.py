@@ -2,7 +2,8 @@
 
 Thin: each command calls one `trainforge.tracking` function and renders the records. A bad
 `--filter` or `--sort` exits 2 naming the position and what was expected; an unknown run or
-experiment exits 1, and so does a database that does not exist (only `gc` creates one).
+experiment exits 1, and so do an ambiguous run id prefix (RUN_ID is a whole id or a unique
+start of one) and a database that does not exist (only `gc` creates one).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from trainforge.storage.query import comparisons
 from trainforge.tracking import (
     DEFAULT_CRASH_TIMEOUT_S,
     collect_crashed_runs,
-    compare_runs,
+    comparison,
     get_metric_history,
     parse_filter,
     parse_sort,
@@ -81,16 +82,15 @@ def _metric_cell(metrics: dict[str, float], keys: list[str]) -> str:
 
 
 def runs_compare(
-    run_ids: Annotated[list[str], typer.Argument(help="Two or more run ids.")],
+    run_ids: Annotated[list[str], typer.Argument(
+        metavar="RUN_ID...", help="Two or more run ids, or their first characters.")],
     as_json: _render.JsonFlag = False,
 ) -> None:
     """Runs side by side: the params that differ, and every metric."""
     if len(run_ids) < 2:
         _render.fail("compare needs at least two run ids", 2)
-    try:
-        result = compare_runs(run_ids, store=_context.existing_store())
-    except NotFound as exc:
-        _render.fail(str(exc), 1)
+    store = _context.existing_store()
+    result = comparison([_context.find_run(store, run_id) for run_id in run_ids])
     if as_json:
         _render.emit_json({"runs": list(result.run_ids), "same_params": result.same_params,
                            "params": {k: list(v) for k, v in result.params.items()},
@@ -104,7 +104,7 @@ def runs_compare(
 
 
 def runs_history(
-    run_id: str,
+    run_id: _context.RunId,
     key: str,
     max_points: Annotated[Optional[int], typer.Option(
         "--max-points", min=2, help="Downsample to at most this many points (min/max buckets)."
@@ -112,18 +112,16 @@ def runs_history(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The series KEY of run RUN_ID, by step."""
-    try:
-        store = _context.existing_store()
-        points = get_metric_history(run_id, key, max_points, store=store)
-    except NotFound as exc:
-        _render.fail(str(exc), 1)
+    store = _context.existing_store()
+    run = _context.find_run(store, run_id)
+    points = get_metric_history(run.run_id, key, max_points, store=store)
     rows = [{"step": p.step, "value": p.value, "time": _time(p.timestamp)} for p in points]
     if as_json:
         _render.emit_json(rows)
         return
-    _render.emit_table(f"{key} of run {run_id}", ["step", "value", "time"],
+    _render.emit_table(f"{key} of run {run.run_id}", ["step", "value", "time"],
                        [[r["step"], r["value"], r["time"]] for r in rows],
-                       empty=f"no points of {key!r} in run {run_id}")
+                       empty=f"no points of {key!r} in run {run.run_id}")
 
 
 def runs_gc(

@@ -132,6 +132,10 @@ class RunStore(Protocol):
     - `mark_crashed` ends as CRASHED every RUNNING run not seen since `heartbeat_before` (its
       end is its last heartbeat) and returns them, oldest first;
     - every method taking a `run_id` raises `NotFound` for an unknown run;
+    - `find_run` takes what a person types: a whole run id, or the start of one (the short ids
+      tables show). An exact id wins; else the one run whose id starts with the text (case
+      matters); `NotFound` when none does, `Ambiguous` listing candidates when several do,
+      `ValueError` for empty text;
     - `list_runs` orders newest `started_at` first, then by run id; the cursor holds that pair,
       so runs started after the listing began never show up on its later pages;
     - `search_runs` filters and sorts with the query language of `trainforge.storage.query`
@@ -161,6 +165,8 @@ class RunStore(Protocol):
     ) -> Run: ...
 
     def get_run(self, run_id: str) -> Run: ...
+
+    def find_run(self, id_or_prefix: str) -> Run: ...
 
     def list_runs(
         self,
