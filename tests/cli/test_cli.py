@@ -9,12 +9,23 @@ from pathlib import Path
 
 import pytest
 
+import trainforge
+
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, cwd=cwd,
                           env=os.environ.copy(), timeout=300)
+
+
+def test_version_and_help():
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout == f"trainforge {trainforge.__version__}\n"
+    shown = cli("--help")
+    assert shown.returncode == 0
+    assert "Turn a declared training pipeline (a YAML spec) into tracked" in shown.stdout
+    assert "Typer" not in shown.stdout and "Exit codes: 0 done" in shown.stdout
 
 
 def test_validate_accepts_the_example_spec(fraud_project):

@@ -35,8 +35,9 @@ def imported(*args: str) -> list[str]:
     return json.loads(result.stderr.splitlines()[-1])
 
 
-def test_help_imports_nothing_heavy() -> None:
+def test_help_and_version_import_nothing_heavy() -> None:
     assert imported("--help") == []
+    assert imported("--version") == []
     assert imported("runs", "--help") == []
 
 

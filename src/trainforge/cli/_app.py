@@ -1,7 +1,8 @@
-"""Typer commands. Exit codes: 0 done; 1 the run failed, or what a command names does not exist
-(a run, model or experiment, or the database itself: commands that only read never create
-one, see `_context.existing_store`); 2 bad spec or arguments; 3 the run completed but a gate
-stopped registration; 75 the run was preempted (resume it)."""
+"""The `trainforge` app: commands and their wiring; `HELP` is what `trainforge --help` opens
+with. Exit codes (`EXIT_CODES` prints them in the help): 0 done; 1 the run failed, or what a
+command names does not exist (a run, model or experiment, or the database itself: commands
+that only read never create one, see `_context.existing_store`); 2 bad spec or arguments; 3
+the run completed but a gate stopped registration; 75 the run was preempted (resume it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+import trainforge
 from trainforge.cli import _checkpoints, _context, _render, _runs
 from trainforge.cli._views import (
     model_row,
@@ -34,8 +36,16 @@ if TYPE_CHECKING:
     from trainforge.orchestration import StepEvent
     from trainforge.pipeline import PipelineResult
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
-runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
+HELP = """Turn a declared training pipeline (a YAML spec) into tracked, resumable runs and
+registered models, then read back what they recorded: runs, model versions, checkpoints. State
+lives in TRAINFORGE_HOME (default: ./.trainforge), or in the database TRAINFORGE_DB names."""
+EXIT_CODES = ("Exit codes: 0 done; 1 the run failed, or a run, model or database named does not "
+              "exist; 2 bad spec or arguments; 3 a gate stopped registration; 75 preempted "
+              "(resume the run).")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, epilog=EXIT_CODES)
+runs_app = typer.Typer(no_args_is_help=True,
+                       help="Read tracked runs; mark crashed ones, replay spilled records.")
 models_app = typer.Typer(no_args_is_help=True, help="Read registered model versions.")
 checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the checkpoints of runs.")
 app.add_typer(runs_app, name="runs")
@@ -103,8 +113,10 @@ def run(
     resume: Resume = None,
     allow_neutral_changes: AllowNeutralChanges = False,
 ) -> None:
-    """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
-    --nproc-per-node)."""
+    """Run the pipeline SPEC declares, as one tracked run.
+
+    With --nproc-per-node, the run trains over torchrun workers (on one node or several).
+    """
     if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or rdzv_id or max_restarts):
         _render.fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need "
                      "--nproc-per-node", 2)
@@ -220,7 +232,16 @@ def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
         _render.emit_fields(title, version_fields(version))
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"trainforge {trainforge.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    """trainforge: declared pipelines into tracked, resumable runs and registered models."""
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    )] = False,
+) -> None:
     _context.begin()
