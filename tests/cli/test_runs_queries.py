@@ -38,9 +38,25 @@ def test_list_filters_sorts_and_limits(runs):
     assert [r["run_id"] for r in json.loads(result.stdout)] == [runs[0]]
     table = invoke("runs", "list", "--sort", "-metrics.test_auc", "--limit", "2").stdout
     lines = table.splitlines()
-    assert lines[0].split() == ["run_id", "experiment", "status", "started", "seconds", "metrics"]
+    assert lines[0].split() == ["run_id", "experiment", "status", "started", "seconds",
+                                "test_auc"]
     assert [line.split()[0] for line in lines[1:]] == [runs[3], runs[0]]
-    assert "test_auc=0.99" in lines[1] and "─" not in table
+    assert [line.split()[-1] for line in lines[1:]] == ["0.99", "0.95"] and "─" not in table
+
+
+def test_list_shows_each_metric_once_by_its_full_name(tmp_path):
+    metrics = [{"test_roc_auc": 0.91, "val_roc_auc": 0.93, "test_accuracy": 0.8, "test_f1": 0.7,
+                "test_mse": 0.1},
+               {"test_roc_auc": 0.81, "val_roc_auc": 0.85}]
+    for summary in metrics:
+        with start_run("fraud", code_dir=tmp_path) as run:
+            run.set_summary(summary)
+    table = invoke("runs", "list", "--sort", "-metrics.val_roc_auc",
+                   "--filter", "metrics.test_roc_auc > 0.5 or metrics.val_roc_auc > 0.5").stdout
+    lines = [line.split() for line in table.splitlines()]
+    assert lines[0][5:] == ["val_roc_auc", "test_roc_auc", "test_accuracy", "test_f1"]
+    assert lines[1][5:] == ["0.93", "0.91", "0.8", "0.7"]
+    assert lines[2][5:] == ["0.85", "0.81", "-", "-"]
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -8,13 +8,15 @@ start of one) and a database that does not exist (only `gc` creates one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Annotated, Optional
 
 import typer
 
 from trainforge.cli import _context, _render
-from trainforge.cli._views import run_row, short_metrics
+from trainforge.cli._views import HEADLINE_METRICS, run_row
+from trainforge.entities import Run
 from trainforge.errors import NotFound, QueryError
 from trainforge.storage import all_items
 from trainforge.storage.query import comparisons
@@ -33,7 +35,8 @@ from trainforge.tracking import (
 def runs_list(
     experiment: Annotated[Optional[str], typer.Option(help="Only this experiment.")] = None,
     filter: Annotated[Optional[str], typer.Option(
-        "--filter", help="e.g. \"metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3\""
+        "--filter", help="e.g. \"metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3\", "
+        "\"tags.gates.passed = false or (status = 'failed' and experiment = 'fraud')\""
     )] = None,
     sort: Annotated[Optional[str], typer.Option(
         "--sort", help="e.g. -metrics.test_auc (\"-\": descending); default: newest first"
@@ -41,7 +44,11 @@ def runs_list(
     limit: Annotated[int, typer.Option(min=1)] = 50,
     as_json: _render.JsonFlag = False,
 ) -> None:
-    """Runs matching --filter, ordered by --sort (newest first by default)."""
+    """Runs matching --filter, ordered by --sort (newest first by default).
+
+    The table has a column for each metric --filter and --sort use, then up to three headline
+    test metrics, each named in full; --json gives every metric.
+    """
     keys = _metric_keys(filter, sort)
     store = _context.existing_store()
     try:
@@ -54,8 +61,9 @@ def runs_list(
     if as_json:
         _render.emit_json(rows)
         return
-    columns = ["run_id", "experiment", "status", "started", "seconds", "metrics"]
-    table = [[row[c] for c in columns[:-1]] + [_metric_cell(run.metrics, keys)]
+    metrics = _metric_columns(runs, keys)
+    columns = ["run_id", "experiment", "status", "started", "seconds", *metrics]
+    table = [[row[c] for c in columns[:5]] + [run.metrics.get(m) for m in metrics]
              for row, run in zip(rows, runs, strict=True)]
     _render.emit_table("Runs", columns, table,
                        empty="no runs match" if filter or experiment else "no runs")
@@ -75,10 +83,12 @@ def _metric_keys(filter: str | None, sort: str | None) -> list[str]:
     return list(dict.fromkeys(f.name for f in fields if f.kind == "metrics"))
 
 
-def _metric_cell(metrics: dict[str, float], keys: list[str]) -> str:
-    picked = " ".join(f"{key}={metrics[key]:.4g}" for key in keys if key in metrics)
-    headline = short_metrics(metrics)
-    return f"{picked} {headline}".strip() if picked else headline
+def _metric_columns(runs: Sequence[Run], keys: list[str]) -> list[str]:
+    """One column per metric, named in full: those --filter and --sort use, then up to three
+    headline test metrics that some listed run has."""
+    present = set().union(*(run.metrics for run in runs))
+    headline = [f"test_{name}" for name in HEADLINE_METRICS if f"test_{name}" in present]
+    return list(dict.fromkeys([*keys, *headline[:3]]))
 
 
 def runs_compare(
