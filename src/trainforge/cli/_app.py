@@ -126,15 +126,16 @@ def run(
         _setup_logging()
     result: PipelineResult | None
     try:
-        if nproc_per_node is None:
-            result = run_pipeline(spec, overrides or [], settings=_context.settings(),
-                                  resume=resume, allow_neutral_changes=allow_neutral_changes,
-                                  listener=None if as_json else _print_step)
-        else:
-            launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
-            result = launch_pipeline(spec, overrides or [], launch, resume=resume,
-                                     allow_neutral_changes=allow_neutral_changes,
-                                     settings=_context.settings())
+        with _render.warnings_on_stderr():
+            if nproc_per_node is None:
+                result = run_pipeline(spec, overrides or [], settings=_context.settings(),
+                                      resume=resume, allow_neutral_changes=allow_neutral_changes,
+                                      listener=None if as_json else _print_step)
+            else:
+                launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
+                result = launch_pipeline(spec, overrides or [], launch, resume=resume,
+                                         allow_neutral_changes=allow_neutral_changes,
+                                         settings=_context.settings())
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:

@@ -31,17 +31,14 @@ FAILURES = (CheckpointError, Conflict, NotFound)
 
 
 @contextmanager
-def _warnings_on_stderr() -> Iterator[None]:
-    """Each `CheckpointWarning` (a folder that is not a valid checkpoint) as one line."""
+def _checkpoint_warnings() -> Iterator[None]:
+    """Each `CheckpointWarning` (a folder that is not a valid checkpoint) as one line, even
+    for a folder an earlier call in this process warned about."""
     from trainforge.train.checkpoint import CheckpointWarning
 
-    with warnings.catch_warnings(record=True) as caught:
+    with _render.warnings_on_stderr():
         warnings.simplefilter("always", CheckpointWarning)
-        try:
-            yield
-        finally:
-            for warning in caught:
-                typer.echo(f"warning: {warning.message}", err=True)
+        yield
 
 
 def checkpoints_list(
@@ -55,7 +52,7 @@ def checkpoints_list(
     store = _context.existing_store()
     run = _context.find_run(store, run_id)
     try:
-        with _warnings_on_stderr():
+        with _checkpoint_warnings():
             records = list_run_checkpoints(store, run.run_id, include_deleted=all_)
         monitor = checkpoint_policy(run).monitor
     except FAILURES as exc:
@@ -87,7 +84,7 @@ def checkpoints_gc(
     store = _context.store()
     run = _context.find_run(store, run_id)
     try:
-        with _warnings_on_stderr():
+        with _checkpoint_warnings():
             deleted = gc_run_checkpoints(store, run.run_id, keep_last, keep_best, force=force)
     except FAILURES as exc:
         _render.fail(str(exc), 1)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
 
 import typer
 
@@ -21,6 +23,29 @@ def fail(message: str, code: int) -> NoReturn:
     """Print `message` on stderr and exit with `code` (1: a failure, 2: bad arguments)."""
     typer.echo(message, err=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def warnings_on_stderr() -> Iterator[None]:
+    """Inside: each distinct warning (category and message) printed once, when raised, as one
+    `warning: ...` line on stderr.
+
+    The library may warn about one thing from several places: a checkpoint folder that a
+    `kill -9` left half written is skipped when a resume looks for the newest checkpoint, and
+    again when the trainer loads it. Python's own display shows a warning once per place that
+    raised it, with its file, line and source.
+    """
+    shown: set[tuple[type[Warning], str]] = set()
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if (category, str(message)) not in shown:
+            shown.add((category, str(message)))
+            typer.echo(f"warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def is_terminal() -> bool:
