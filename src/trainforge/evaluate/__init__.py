@@ -1,6 +1,7 @@
 """Evaluation: metrics per task, and the evaluate stage.
 
-Names are imported on first use (`trainforge._lazy`): `METRICS_BY_TASK` comes without torch.
+Names are imported on first use (`trainforge._lazy`): `METRICS_BY_TASK` comes without torch
+or numpy.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ if TYPE_CHECKING:
         score_report,
     )
     from trainforge.evaluate._metrics import (
-        METRICS_BY_TASK,
         binary_metrics,
         multiclass_metrics,
         regression_metrics,
         roc_auc,
     )
+    from trainforge.evaluate._names import METRICS_BY_TASK
 
 _EXPORTS = {
     "EvalReport": "trainforge.evaluate._evaluate",
-    "METRICS_BY_TASK": "trainforge.evaluate._metrics",
+    "METRICS_BY_TASK": "trainforge.evaluate._names",
     "binary_metrics": "trainforge.evaluate._metrics",
     "evaluate_model": "trainforge.evaluate._evaluate",
     "multiclass_metrics": "trainforge.evaluate._metrics",
