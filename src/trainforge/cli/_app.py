@@ -6,6 +6,7 @@ the run completed but a gate stopped registration; 75 the run was preempted (res
 
 from __future__ import annotations
 
+import gc
 import logging
 import shlex
 import sys
@@ -71,7 +72,13 @@ EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again later (with --resume)
 
 
 def main() -> None:
-    """Entry point: errors trainforge raises on purpose print as one message, exit code 1."""
+    """Entry point: errors trainforge raises on purpose print as one message, exit code 1.
+
+    The cyclic garbage collector is off for the call (`run` turns it back on): a command's
+    start-up is mostly imports, whose many new objects set the collector off again and again
+    for nothing, and every other command ends within seconds.
+    """
+    gc.disable()
     try:
         app()
     except TrainforgeError as exc:
@@ -122,6 +129,7 @@ def run(
                      "--nproc-per-node", 2)
     from trainforge.pipeline import Launch, launch_pipeline, run_pipeline
 
+    gc.enable()  # a run lasts: its cycles must be collected (`main` turned this off)
     if not as_json:
         _setup_logging()
     result: PipelineResult | None
