@@ -76,7 +76,7 @@ def main() -> None:
 
     The cyclic garbage collector is off for the call (`run` turns it back on): a command's
     start-up is mostly imports, whose many new objects set the collector off again and again
-    for nothing, and every other command ends within seconds.
+    for nothing, and every other command is short: what it allocates goes at exit.
     """
     gc.disable()
     try:
