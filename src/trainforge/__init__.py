@@ -10,8 +10,7 @@ Names are imported on first use, so `import trainforge.config` does not pull in 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trainforge._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -61,13 +60,4 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'trainforge' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

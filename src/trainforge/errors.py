@@ -7,6 +7,8 @@
     │   └── DataValidationError     rows break the schema contract (carries the report)
     ├── StoreError                  the tracking database cannot do what was asked
     │   ├── NotFound                a run, experiment or model version does not exist
+    │   │   └── DatabaseNotFound    no trainforge database at a URL (opened with create=False)
+    │   ├── Ambiguous               a run id prefix matches several runs (lists them)
     │   ├── Conflict                a write collides with existing state
     │   └── StoreUnavailable        the database cannot be reached now (retry, or spill and replay)
     ├── QueryError                  a run filter or sort key is malformed (names the position)
@@ -66,6 +68,25 @@ class StoreError(TrainforgeError):
 
 class NotFound(StoreError):
     """A run, experiment or model version does not exist."""
+
+
+class DatabaseNotFound(NotFound):
+    """There is no trainforge database at the URL a store was opened with `create=False`: a
+    SQLite file that does not exist, or a database without trainforge's tables. `where` is the
+    SQLite file's path, or the URL with its password masked."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where = where
+        super().__init__(f"no trainforge database at {where}: {reason}")
+
+
+class Ambiguous(StoreError):
+    """A run id prefix matches more than one run; `candidates` holds some of their ids (the
+    message says how many match) and a longer prefix tells them apart."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        self.candidates = list(candidates)
+        super().__init__(message)
 
 
 class Conflict(StoreError):

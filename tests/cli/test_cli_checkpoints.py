@@ -94,6 +94,7 @@ def test_list_shows_every_saved_step(run_id):
     lines = invoke("list", run_id).stdout.splitlines()
     assert lines[0].split() == ["step", "epoch", "created", "deleted", "val_loss", "uri"]
     assert len(lines) == len(rows) + 1 and "─" not in lines[0]
+    assert listed(run_id[:8]) == rows  # the short id tables show
 
 
 def test_gc_keeps_the_newest_and_the_best_and_is_idempotent(run_id):
@@ -140,6 +141,7 @@ def test_checkpoints_without_records_are_recorded(trained, tmp_path):
 
 
 def test_an_unknown_run_is_named():
+    open_store(Settings.from_env().database_url.get_secret_value()).close()
     for args in (["list", "nope"], ["gc", "nope", "--keep-last", "1"]):
         result = invoke(*args)
         assert result.exit_code == 1 and "run 'nope' not found" in result.stderr

@@ -165,3 +165,24 @@ def test_a_resume_with_another_spec_is_refused_listing_the_changes(fraud_project
     assert run.status is RunStatus.COMPLETED
     assert run.system["resume"] == {"changes": [["training.log_every_n_steps", 1, 5]]}
     store.close()
+
+
+def test_a_half_written_checkpoint_is_reported_once_on_resume(fraud_project):
+    spec = str(fraud_project / "pipeline.yaml")
+    settings = ["training.epochs=1", "training.checkpoint.every_n_steps=10"]
+    done = cli("run", spec, *settings, "--json")
+    run_id = json.loads(done.stdout)["run_id"]
+    # what `kill -9` in the middle of a save leaves: the newest step folder, without a manifest
+    torn = Path(Settings.from_env().artifact_root) / run_id / "checkpoints" / "step-0000099999"
+    torn.mkdir()
+    (torn / "tensors.safetensors").write_bytes(b"partial")
+
+    for flags in ([], ["--json"]):
+        store = home_store()
+        store.end_run(run_id, RunStatus.FAILED, "killed")  # as if killed after its checkpoint
+        store.close()
+        resumed = cli("run", spec, *settings, "--resume", run_id, *flags)
+        assert resumed.returncode == 0, resumed.stderr
+        warned = [line for line in resumed.stderr.splitlines() if "checkpoint skipped" in line]
+        assert warned == [f"warning: {torn}: no MANIFEST.json (an interrupted save or "
+                          "deletion); checkpoint skipped"]

@@ -38,14 +38,32 @@ def test_list_filters_sorts_and_limits(runs):
     assert [r["run_id"] for r in json.loads(result.stdout)] == [runs[0]]
     table = invoke("runs", "list", "--sort", "-metrics.test_auc", "--limit", "2").stdout
     lines = table.splitlines()
-    assert lines[0].split() == ["run_id", "experiment", "status", "started", "seconds", "metrics"]
+    assert lines[0].split() == ["run_id", "experiment", "status", "started", "seconds",
+                                "test_auc"]
     assert [line.split()[0] for line in lines[1:]] == [runs[3], runs[0]]
-    assert "test_auc=0.99" in lines[1] and "─" not in table
+    assert [line.split()[-1] for line in lines[1:]] == ["0.99", "0.95"] and "─" not in table
+
+
+def test_list_shows_each_metric_once_by_its_full_name(tmp_path):
+    metrics = [{"test_roc_auc": 0.91, "val_roc_auc": 0.93, "test_accuracy": 0.8, "test_f1": 0.7,
+                "test_mse": 0.1},
+               {"test_roc_auc": 0.81, "val_roc_auc": 0.85}]
+    for summary in metrics:
+        with start_run("fraud", code_dir=tmp_path) as run:
+            run.set_summary(summary)
+    table = invoke("runs", "list", "--sort", "-metrics.val_roc_auc",
+                   "--filter", "metrics.test_roc_auc > 0.5 or metrics.val_roc_auc > 0.5").stdout
+    lines = [line.split() for line in table.splitlines()]
+    assert lines[0][5:] == ["val_roc_auc", "test_roc_auc", "test_accuracy", "test_f1"]
+    assert lines[1][5:] == ["0.93", "0.91", "0.8", "0.7"]
+    assert lines[2][5:] == ["0.85", "0.81", "-", "-"]
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--filter", "metrics.test_auc >> 0.9"],
-     "--filter 'metrics.test_auc >> 0.9' at position 18: expected a number or a quoted string"),
+     "--filter 'metrics.test_auc >> 0.9' at position 18: expected a number, a quoted string"),
+    (["--filter", "(status = 'failed'"],
+     "--filter \"(status = 'failed'\" at position 18: expected 'and', 'or' or ')'"),
     (["--sort", "-bogus"], "--sort '-bogus' at position 1: cannot sort by 'bogus'"),
 ])
 def test_a_bad_filter_or_sort_exits_2_naming_the_position(runs, args, message):
@@ -78,6 +96,28 @@ def test_compare_shows_differing_params_and_final_metrics(runs):
 def test_compare_bad_arguments(runs, args, code, message):
     result = invoke("runs", "compare", *args)
     assert result.exit_code == code and message in result.stderr
+
+
+def test_a_run_id_may_be_shortened_to_a_unique_prefix(runs):
+    short = runs[0][:8]
+    assert json.loads(invoke("runs", "show", short, "--json").stdout)["run_id"] == runs[0]
+    history = json.loads(invoke("runs", "history", short, "loss", "--json").stdout)
+    assert len(history) == 300
+    compared = json.loads(invoke("runs", "compare", short, runs[1][:5], "--json").stdout)
+    assert compared["runs"] == [runs[0], runs[1]]
+
+
+def test_an_ambiguous_prefix_exits_1_listing_the_runs_it_matches(runs):
+    store = default_store()
+    experiment = store.get_or_create_experiment("fraud").experiment_id
+    for run_id in ("abc1", "abc2"):
+        store.create_run(experiment, {}, {}, "unused", run_id=run_id)
+    for args in (["runs", "show", "abc"], ["runs", "history", "abc", "loss"],
+                 ["runs", "compare", runs[0], "abc"], ["checkpoints", "list", "abc"]):
+        result = invoke(*args)
+        assert result.exit_code == 1
+        assert result.stderr == ("run id 'abc' is ambiguous: 2 runs start with it (abc1, abc2); "
+                                 "give more of the id\n")
 
 
 def test_history_downsamples_on_request(runs):

@@ -58,6 +58,41 @@ def test_filters_on_metrics_params_tags_and_attributes(
     assert search(filter="params.missing.path > 0") == set()
 
 
+def test_or_parentheses_and_status(runs: RunStore, store: Store, population: list[Run]) -> None:
+    r = population
+    store.end_run(r[1].run_id, RunStatus.FAILED, "boom")
+
+    def search(filter: str) -> set[str]:
+        return set(ids(runs.search_runs(filter=filter).items))
+
+    assert search("status = 'failed'") == {r[1].run_id}
+    assert search("tags.team = 'growth' or metrics.test_auc > 0.95") == {r[2].run_id, r[4].run_id}
+    assert search("(tags.team = 'risk' or tags.team = 'growth') and experiment = 'fraud'") == {
+        r[0].run_id, r[1].run_id, r[2].run_id}
+    # "and" binds tighter than "or"
+    assert search("tags.team = 'growth' or tags.team = 'risk' and metrics.test_auc > 0.92") == {
+        r[2].run_id, r[0].run_id, r[4].run_id}
+    assert search("status = 'failed' or status = 'completed' or params.x.y = 1") == {
+        r[0].run_id, r[1].run_id}
+
+
+def test_booleans_match_only_booleans(runs: RunStore, store: Store, population: list[Run]) -> None:
+    r = population
+    for run, passed in [(r[0], True), (r[1], False), (r[2], "false"), (r[3], 0)]:
+        store.set_tags(run.run_id, {"gates": {"passed": passed, "failures": []}})
+
+    def search(filter: str) -> set[str]:
+        return set(ids(runs.search_runs(filter=filter).items))
+
+    assert search("tags.gates.passed = false") == {r[1].run_id}
+    assert search("tags.gates.passed = true") == {r[0].run_id}
+    assert search("tags.gates.passed != true") == {r[1].run_id}  # not the string, nor 0
+    assert search("tags.gates.passed = 'false'") == {r[2].run_id}
+    assert search("tags.gates.passed = 0") == {r[3].run_id}
+    assert search("tags.gates.passed = false or tags.gates.passed = 0") == {
+        r[1].run_id, r[3].run_id}
+
+
 def test_filters_and_sorts_on_system_state(runs: RunStore, population: list[Run]) -> None:
     r = population
     on_node1 = runs.search_runs(filter="system.process.host = 'node1'",
@@ -108,13 +143,25 @@ def test_every_sort_pages_through_each_run_once_in_order(
         assert [run_id for page in walked for run_id in ids(page.items)] == whole
 
 
+@pytest.mark.parametrize("filter", [
+    "tags.team = 'risk'",
+    "tags.team = 'risk' or tags.team = 'growth' or experiment = 'churn'",
+    "(tags.team = 'risk' or status = 'completed') and (metrics.test_auc > 0.5 or tags.x = true)",
+])
 def test_a_filtered_search_pages_through_its_matches(
-    runs: RunStore, population: list[Run]
+    runs: RunStore, population: list[Run], filter: str
 ) -> None:
     r = population
+    expected = {
+        "tags.team = 'risk'": [r[4], r[0], r[1], r[5]],
+        "tags.team = 'risk' or tags.team = 'growth' or experiment = 'churn'":
+            [r[4], r[0], r[1], r[2], r[5]],
+        "(tags.team = 'risk' or status = 'completed') and (metrics.test_auc > 0.5 or tags.x = "
+        "true)": [r[4], r[0], r[1]],
+    }[filter]
     matches = all_items(lambda cursor: runs.search_runs(
-        filter="tags.team = 'risk'", sort="-metrics.test_auc", limit=1, cursor=cursor))
-    assert ids(matches) == [r[4].run_id, r[0].run_id, r[1].run_id, r[5].run_id]
+        filter=filter, sort="-metrics.test_auc", limit=1, cursor=cursor))
+    assert ids(matches) == ids(expected)
 
 
 def test_a_cursor_is_refused_by_a_search_with_other_arguments(
@@ -129,7 +176,8 @@ def test_a_cursor_is_refused_by_a_search_with_other_arguments(
 
 
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"filter": "metrics.auc >"}, QueryError, "expected a number or a quoted string"),
+    ({"filter": "metrics.auc >"}, QueryError, "expected a number, a quoted string, true or"),
+    ({"filter": "(metrics.auc > 1"}, QueryError, "at position 16: expected 'and', 'or' or '\\)'"),
     ({"sort": "-bogus"}, QueryError, "cannot sort by 'bogus'"),
     ({"limit": 0}, ValueError, "limit must be an integer >= 1"),
     ({"cursor": "bogus"}, ValueError, "cursor 'bogus' is malformed"),

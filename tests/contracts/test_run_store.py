@@ -10,7 +10,7 @@ import pytest
 from contract_helpers import MISSING, RUN_MISSING, ids, new_run, pages
 
 from trainforge.entities import DataVersion, ModelStage, Pipeline, RunStatus
-from trainforge.errors import Conflict, NotFound
+from trainforge.errors import Ambiguous, Conflict, NotFound
 from trainforge.storage import RunStore, Store
 
 # lifecycle
@@ -133,6 +133,38 @@ def test_a_spec_hash_must_be_1_to_64_characters(
 
 
 # listing
+
+
+def test_find_run_takes_a_whole_id_or_a_unique_prefix(runs: RunStore, store: Store) -> None:
+    for run_id in ["abc", "abcdef", "abd012", "Abe", "x%y_z"]:
+        new_run(store, run_id=run_id)
+    assert runs.find_run("abc").run_id == "abc"  # an exact id wins over longer ids it starts
+    assert runs.find_run("abcd").run_id == "abcdef"
+    assert runs.find_run("abd").run_id == "abd012"
+    assert runs.find_run("A").run_id == "Abe"  # case matters
+    assert runs.find_run("x%").run_id == "x%y_z"  # no wildcards
+    store.set_summary_metrics("abd012", {"auc": 0.5})
+    assert runs.find_run("abd0").metrics == {"auc": 0.5}
+    with pytest.raises(NotFound, match="run 'x_' not found"):
+        runs.find_run("x_")
+    with pytest.raises(NotFound, match="run 'abe' not found"):
+        runs.find_run("abe")
+
+
+def test_an_ambiguous_prefix_lists_candidates(runs: RunStore, store: Store) -> None:
+    for run_id in ["abc", "abd"] + [f"ff{i}" for i in range(7)]:
+        new_run(store, run_id=run_id)
+    with pytest.raises(Ambiguous) as raised:
+        runs.find_run("ab")
+    assert raised.value.candidates == ["abc", "abd"]
+    assert str(raised.value) == ("run id 'ab' is ambiguous: 2 runs start with it (abc, abd); "
+                                 "give more of the id")
+    with pytest.raises(Ambiguous, match=r"7 runs start with it \(ff0, ff1, ff2, ff3, ff4, "
+                                        r"and 2 more\)") as many:
+        runs.find_run("f")
+    assert len(many.value.candidates) == 5
+    with pytest.raises(ValueError, match="must not be empty"):
+        runs.find_run("")
 
 
 def test_list_runs_filters_newest_first(runs: RunStore, store: Store) -> None:

@@ -41,6 +41,10 @@ def _revision_and_tables(url: str) -> tuple[str | None, set[str]]:
         engine.dispose()
 
 
+def test_the_schema_revision_the_store_expects_is_alembics_head() -> None:
+    assert db.SCHEMA_REVISION == db.head_revision()
+
+
 def test_a_fresh_database_is_migrated_to_head(db_url: str) -> None:
     assert _revision_and_tables(db_url) == (None, set())
     SqlStore(db_url).close()

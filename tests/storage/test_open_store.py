@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, inspect
 
 from trainforge.config import Settings
-from trainforge.errors import StoreError
+from trainforge.errors import DatabaseNotFound, StoreError
 from trainforge.storage import SqlStore, open_store
 
 
@@ -56,3 +57,32 @@ def test_an_unknown_scheme_is_refused_listing_the_accepted_ones(url: str, shown:
 def test_a_url_too_malformed_to_parse_is_not_shown() -> None:
     with pytest.raises(StoreError, match="unsupported store URL '<malformed URL>'"):
         open_store("postgres://root:secret@[::1")
+
+
+def test_create_false_refuses_a_missing_database_and_creates_nothing(db_url: str) -> None:
+    with pytest.raises(DatabaseNotFound) as raised:
+        open_store(db_url, create=False)
+    if db_url.startswith("sqlite"):
+        path = Path(db_url.removeprefix("sqlite:///"))
+        assert str(raised.value) == f"no trainforge database at {path}: the file does not exist"
+        assert not path.parent.exists()
+    else:
+        assert str(raised.value).endswith(": it holds no trainforge tables")
+        engine = create_engine(db_url)
+        try:
+            assert inspect(engine).get_table_names() == []
+        finally:
+            engine.dispose()
+    open_store(db_url).close()
+    store = open_store(db_url, create=False)
+    try:
+        assert store.list_experiments().items == ()
+    finally:
+        store.close()
+
+
+def test_create_false_refuses_a_sqlite_file_without_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    path.touch()
+    with pytest.raises(DatabaseNotFound, match=f"at {path}: it holds no trainforge tables"):
+        open_store(f"sqlite:///{path}", create=False)

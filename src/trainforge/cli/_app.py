@@ -1,15 +1,20 @@
-"""Typer commands. Exit codes: 0 done, 1 the run failed, 2 bad spec or arguments,
-3 the run completed but a gate stopped registration, 75 the run was preempted (resume it)."""
+"""The `trainforge` app: commands and their wiring; `HELP` is what `trainforge --help` opens
+with. Exit codes (`EXIT_CODES` prints them in the help): 0 done; 1 the run failed, or what a
+command names does not exist (a run, model or experiment, or the database itself: commands
+that only read never create one, see `_context.existing_store`); 2 bad spec or arguments; 3
+the run completed but a gate stopped registration; 75 the run was preempted (resume it)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import shlex
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+import trainforge
 from trainforge.cli import _checkpoints, _context, _render, _runs
 from trainforge.cli._views import (
     model_row,
@@ -20,25 +25,28 @@ from trainforge.cli._views import (
 )
 from trainforge.config import redact_argument
 from trainforge.errors import (
-    NotFound,
     ResumeRefused,
     RunFailed,
     RunPreempted,
     SpecError,
     TrainforgeError,
 )
-from trainforge.orchestration import StepEvent
-from trainforge.pipeline import (
-    Launch,
-    PipelineResult,
-    launch_pipeline,
-    load_checked_spec,
-    run_pipeline,
-)
 from trainforge.storage import all_items
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
-runs_app = typer.Typer(no_args_is_help=True, help="Read tracked runs.")
+if TYPE_CHECKING:
+    from trainforge.orchestration import StepEvent
+    from trainforge.pipeline import PipelineResult
+
+HELP = """Turn a declared training pipeline (a YAML spec) into tracked, resumable runs and
+registered models, then read back what they recorded: runs, model versions, checkpoints. State
+lives in TRAINFORGE_HOME (default: ./.trainforge), or in the database TRAINFORGE_DB names."""
+EXIT_CODES = ("Exit codes: 0 done; 1 the run failed, or a run, model or database named does not "
+              "exist; 2 bad spec or arguments; 3 a gate stopped registration; 75 preempted "
+              "(resume the run).")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, epilog=EXIT_CODES)
+runs_app = typer.Typer(no_args_is_help=True,
+                       help="Read tracked runs; mark crashed ones, replay spilled records.")
 models_app = typer.Typer(no_args_is_help=True, help="Read registered model versions.")
 checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the checkpoints of runs.")
 app.add_typer(runs_app, name="runs")
@@ -64,7 +72,13 @@ EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again later (with --resume)
 
 
 def main() -> None:
-    """Entry point: errors trainforge raises on purpose print as one message, exit code 1."""
+    """Entry point: errors trainforge raises on purpose print as one message, exit code 1.
+
+    The cyclic garbage collector is off for the call (`run` turns it back on): a command's
+    start-up is mostly imports, whose many new objects set the collector off again and again
+    for nothing, and every other command is short: what it allocates goes at exit.
+    """
+    gc.disable()
     try:
         app()
     except TrainforgeError as exc:
@@ -106,24 +120,30 @@ def run(
     resume: Resume = None,
     allow_neutral_changes: AllowNeutralChanges = False,
 ) -> None:
-    """Run the pipeline SPEC declares, as one tracked run (over torchrun workers with
-    --nproc-per-node)."""
+    """Run the pipeline SPEC declares, as one tracked run.
+
+    With --nproc-per-node, the run trains over torchrun workers (on one node or several).
+    """
     if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or rdzv_id or max_restarts):
         _render.fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need "
                      "--nproc-per-node", 2)
+    from trainforge.pipeline import Launch, launch_pipeline, run_pipeline
+
+    gc.enable()  # a run lasts: its cycles must be collected (`main` turned this off)
     if not as_json:
         _setup_logging()
     result: PipelineResult | None
     try:
-        if nproc_per_node is None:
-            result = run_pipeline(spec, overrides or [], settings=_context.settings(),
-                                  resume=resume, allow_neutral_changes=allow_neutral_changes,
-                                  listener=None if as_json else _print_step)
-        else:
-            launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
-            result = launch_pipeline(spec, overrides or [], launch, resume=resume,
-                                     allow_neutral_changes=allow_neutral_changes,
-                                     settings=_context.settings())
+        with _render.warnings_on_stderr():
+            if nproc_per_node is None:
+                result = run_pipeline(spec, overrides or [], settings=_context.settings(),
+                                      resume=resume, allow_neutral_changes=allow_neutral_changes,
+                                      listener=None if as_json else _print_step)
+            else:
+                launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
+                result = launch_pipeline(spec, overrides or [], launch, resume=resume,
+                                         allow_neutral_changes=allow_neutral_changes,
+                                         settings=_context.settings())
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:
@@ -152,6 +172,8 @@ def run(
 @app.command()
 def validate(spec: str, overrides: Overrides = None, as_json: _render.JsonFlag = False) -> None:
     """Check SPEC (and its data contract) without running anything."""
+    from trainforge.pipeline import load_checked_spec
+
     try:
         loaded = load_checked_spec(spec, overrides or [])
     except SpecError as exc:
@@ -179,13 +201,10 @@ checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 
 
 @runs_app.command("show")
-def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
+def runs_show(run_id: _context.RunId, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
-    store = _context.store()
-    try:
-        run_ = store.get_run(run_id)
-    except NotFound as exc:
-        _render.fail(str(exc), 1)
+    store = _context.existing_store()
+    run_ = _context.find_run(store, run_id)
     fields = run_fields(run_, store.get_experiment(run_.experiment_id).name)
     if as_json:
         _render.emit_json(dict(fields))
@@ -196,20 +215,21 @@ def runs_show(run_id: str, as_json: _render.JsonFlag = False) -> None:
 @models_app.command("list")
 def models_list(as_json: _render.JsonFlag = False) -> None:
     """Every registered model version."""
-    store = _context.store()
+    store = _context.existing_store()
     versions = all_items(lambda cursor: store.list_model_versions(cursor=cursor))
     rows = [model_row(v) for v in versions]
     if as_json:
         _render.emit_json(rows)
         return
     columns = ["model", "version", "stage", "run_id", "created", "metrics"]
-    _render.emit_table("Model versions", columns, [_table_row(row, columns) for row in rows])
+    _render.emit_table("Model versions", columns, [_table_row(row, columns) for row in rows],
+                       empty="no model versions")
 
 
 @models_app.command("show")
 def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
     """All versions of model NAME with their lineage."""
-    store = _context.store()
+    store = _context.existing_store()
     versions = all_items(lambda cursor: store.list_model_versions(name, cursor=cursor))
     if not versions:
         _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
@@ -221,7 +241,16 @@ def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
         _render.emit_fields(title, version_fields(version))
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"trainforge {trainforge.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    """trainforge: declared pipelines into tracked, resumable runs and registered models."""
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    )] = False,
+) -> None:
     _context.begin()

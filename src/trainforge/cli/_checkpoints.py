@@ -1,8 +1,9 @@
 """`trainforge checkpoints ...` over `trainforge.pipeline`: list (reconciled with storage) and gc.
 
-Thin: each command calls one library function and renders what it returns. An unknown run, a
-run without checkpoints, a running run (gc without --force) or a retention that cannot be
-applied exit 1 with the reason on stderr; a bad option value exits 2.
+Thin: each command calls one library function and renders what it returns. An unknown or
+ambiguous RUN_ID (a whole id or a unique start of one), a run without checkpoints, a running
+run (gc without --force) or a retention that cannot be applied exit 1 with the reason on
+stderr; a bad option value exits 2.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import typer
 from trainforge.cli import _context, _render
 from trainforge.entities import CheckpointRecord
 from trainforge.errors import CheckpointError, Conflict, NotFound
-from trainforge.pipeline import checkpoint_policy, gc_run_checkpoints, list_run_checkpoints
-from trainforge.train.checkpoint import CheckpointWarning
 
 KeepLast = Annotated[Optional[int], typer.Option(
     min=0, help="Newest checkpoints kept (default: the run's training.checkpoint.keep_last).")]
@@ -32,28 +31,30 @@ FAILURES = (CheckpointError, Conflict, NotFound)
 
 
 @contextmanager
-def _warnings_on_stderr() -> Iterator[None]:
-    """Each `CheckpointWarning` (a folder that is not a valid checkpoint) as one line."""
-    with warnings.catch_warnings(record=True) as caught:
+def _checkpoint_warnings() -> Iterator[None]:
+    """Each `CheckpointWarning` (a folder that is not a valid checkpoint) as one line, even
+    for a folder an earlier call in this process warned about."""
+    from trainforge.train.checkpoint import CheckpointWarning
+
+    with _render.warnings_on_stderr():
         warnings.simplefilter("always", CheckpointWarning)
-        try:
-            yield
-        finally:
-            for warning in caught:
-                typer.echo(f"warning: {warning.message}", err=True)
+        yield
 
 
 def checkpoints_list(
-    run_id: str,
+    run_id: _context.RunId,
     all_: Annotated[bool, typer.Option("--all", help="Also those whose files are gone.")] = False,
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
-    store = _context.store()
+    from trainforge.pipeline import checkpoint_policy, list_run_checkpoints
+
+    store = _context.existing_store()
+    run = _context.find_run(store, run_id)
     try:
-        with _warnings_on_stderr():
-            records = list_run_checkpoints(store, run_id, include_deleted=all_)
-        monitor = checkpoint_policy(store.get_run(run_id)).monitor
+        with _checkpoint_warnings():
+            records = list_run_checkpoints(store, run.run_id, include_deleted=all_)
+        monitor = checkpoint_policy(run).monitor
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     rows = [checkpoint_row(record) for record in records]
@@ -61,12 +62,14 @@ def checkpoints_list(
         _render.emit_json(rows)
         return
     columns = ["step", "epoch", "created", "deleted", *([monitor] if monitor else []), "uri"]
-    _render.emit_table(f"Checkpoints of run {run_id}", columns,
-                       [_cells(row, monitor) for row in rows])
+    _render.emit_table(f"Checkpoints of run {run.run_id}", columns,
+                       [_cells(row, monitor) for row in rows],
+                       empty=f"no checkpoints of run {run.run_id}"
+                       + ("" if all_ else " (--all shows deleted ones too)"))
 
 
 def checkpoints_gc(
-    run_id: str,
+    run_id: _context.RunId,
     keep_last: KeepLast = None,
     keep_best: KeepBest = None,
     force: Force = False,
@@ -76,10 +79,13 @@ def checkpoints_gc(
 
     Kept: the --keep-last newest and, besides, the --keep-best best by the run's monitor metric.
     """
+    from trainforge.pipeline import gc_run_checkpoints
+
+    store = _context.store()
+    run = _context.find_run(store, run_id)
     try:
-        with _warnings_on_stderr():
-            deleted = gc_run_checkpoints(_context.store(), run_id, keep_last, keep_best,
-                                         force=force)
+        with _checkpoint_warnings():
+            deleted = gc_run_checkpoints(store, run.run_id, keep_last, keep_best, force=force)
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     if as_json:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.entities import ModelVersion, Run
-from trainforge.pipeline import PipelineResult
+
+if TYPE_CHECKING:
+    from trainforge.pipeline import PipelineResult
 
 HEADLINE_METRICS = ("roc_auc", "accuracy", "f1", "macro_f1", "r2", "mse", "mae")
 

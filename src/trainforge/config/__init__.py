@@ -1,44 +1,87 @@
-"""The pipeline spec (pydantic models) and the YAML loading that validates it."""
+"""The pipeline spec (pydantic models), the YAML loading that validates it, and `Settings`.
+
+Names are imported on first use (`trainforge._lazy`): `from trainforge.config import Settings`
+builds no spec model.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from trainforge.config._loading import (
-    apply_overrides,
-    flatten_paths,
-    load_model,
-    parse_model,
-    read_yaml_mapping,
-)
-from trainforge.config._secrets import KEEP_CREDENTIALS, redact_argument
-from trainforge.config._settings import Settings, mask_url_password
-from trainforge.config._spec import (
-    CheckpointSpec,
-    ClipSpec,
-    DataSpec,
-    EarlyStoppingSpec,
-    EvaluationSpec,
-    FeaturesSpec,
-    GateSpec,
-    ImputeSpec,
-    MinMaxSpec,
-    ModelSpec,
-    OneHotSpec,
-    OptimizerSpec,
-    PipelineSpec,
-    ProfilerSpec,
-    RegistrySpec,
-    ScheduleSpec,
-    SplitSpec,
-    StandardizeSpec,
-    TrackingSpec,
-    TrainingSpec,
-    TransformSpec,
-)
+from trainforge._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trainforge.config._loading import (
+        YAML_BOOLEAN_WORDS,
+        apply_overrides,
+        flatten_paths,
+        load_model,
+        parse_model,
+        read_yaml_mapping,
+    )
+    from trainforge.config._pipeline import load_spec
+    from trainforge.config._secrets import KEEP_CREDENTIALS, redact_argument
+    from trainforge.config._settings import Settings, mask_url_password
+    from trainforge.config._spec import (
+        CheckpointSpec,
+        ClipSpec,
+        DataSpec,
+        EarlyStoppingSpec,
+        EvaluationSpec,
+        FeaturesSpec,
+        GateSpec,
+        ImputeSpec,
+        MinMaxSpec,
+        ModelSpec,
+        OneHotSpec,
+        OptimizerSpec,
+        PipelineSpec,
+        ProfilerSpec,
+        RegistrySpec,
+        ScheduleSpec,
+        SplitSpec,
+        StandardizeSpec,
+        TrackingSpec,
+        TrainingSpec,
+        TransformSpec,
+    )
+
+_EXPORTS = {
+    "CheckpointSpec": "trainforge.config._spec",
+    "ClipSpec": "trainforge.config._spec",
+    "DataSpec": "trainforge.config._spec",
+    "EarlyStoppingSpec": "trainforge.config._spec",
+    "EvaluationSpec": "trainforge.config._spec",
+    "FeaturesSpec": "trainforge.config._spec",
+    "GateSpec": "trainforge.config._spec",
+    "ImputeSpec": "trainforge.config._spec",
+    "KEEP_CREDENTIALS": "trainforge.config._secrets",
+    "MinMaxSpec": "trainforge.config._spec",
+    "ModelSpec": "trainforge.config._spec",
+    "OneHotSpec": "trainforge.config._spec",
+    "OptimizerSpec": "trainforge.config._spec",
+    "PipelineSpec": "trainforge.config._spec",
+    "ProfilerSpec": "trainforge.config._spec",
+    "RegistrySpec": "trainforge.config._spec",
+    "ScheduleSpec": "trainforge.config._spec",
+    "Settings": "trainforge.config._settings",
+    "SplitSpec": "trainforge.config._spec",
+    "StandardizeSpec": "trainforge.config._spec",
+    "TrackingSpec": "trainforge.config._spec",
+    "TrainingSpec": "trainforge.config._spec",
+    "TransformSpec": "trainforge.config._spec",
+    "YAML_BOOLEAN_WORDS": "trainforge.config._loading",
+    "apply_overrides": "trainforge.config._loading",
+    "flatten_paths": "trainforge.config._loading",
+    "load_model": "trainforge.config._loading",
+    "load_spec": "trainforge.config._pipeline",
+    "mask_url_password": "trainforge.config._settings",
+    "parse_model": "trainforge.config._loading",
+    "read_yaml_mapping": "trainforge.config._loading",
+    "redact_argument": "trainforge.config._secrets",
+}
 
 __all__ = [
-    "KEEP_CREDENTIALS",
     "CheckpointSpec",
     "ClipSpec",
     "DataSpec",
@@ -47,6 +90,7 @@ __all__ = [
     "FeaturesSpec",
     "GateSpec",
     "ImputeSpec",
+    "KEEP_CREDENTIALS",
     "MinMaxSpec",
     "ModelSpec",
     "OneHotSpec",
@@ -61,6 +105,7 @@ __all__ = [
     "TrackingSpec",
     "TrainingSpec",
     "TransformSpec",
+    "YAML_BOOLEAN_WORDS",
     "apply_overrides",
     "flatten_paths",
     "load_model",
@@ -71,24 +116,4 @@ __all__ = [
     "redact_argument",
 ]
 
-
-def load_spec(path: str | Path, overrides: list[str] | None = None) -> PipelineSpec:
-    """Load a pipeline spec; `data.source` and `data.contract` become absolute paths.
-
-    Relative paths in a spec are relative to the spec file, so a pipeline runs the same from any
-    working directory.
-    """
-    path = Path(path)
-    spec = load_model(PipelineSpec, path, overrides)
-    base = path.resolve().parent
-    data = spec.data
-    updates = {"source": _absolute(base, data.source)}
-    if data.contract:
-        updates["contract"] = _absolute(base, data.contract)
-    return spec.model_copy(update={"data": data.model_copy(update=updates)})
-
-
-def _absolute(base: Path, value: str) -> str:
-    if "://" in value or Path(value).is_absolute():
-        return value
-    return str(base / value)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

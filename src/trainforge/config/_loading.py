@@ -21,6 +21,8 @@ from pydantic import BaseModel, ValidationError
 from trainforge.errors import SpecError
 
 M = TypeVar("M", bound=BaseModel)
+# The words YAML 1.1 reads as booleans (`progress: off` arrives as False).
+YAML_BOOLEAN_WORDS = {True: {"y", "yes", "on", "true"}, False: {"n", "no", "off", "false"}}
 
 
 def read_yaml_mapping(path: Path) -> dict[str, Any]:

@@ -20,10 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from trainforge.config._loading import YAML_BOOLEAN_WORDS
 from trainforge.config._secrets import KEEP_CREDENTIALS, hide_secrets, revealed, without_secrets
-
-# The words YAML 1.1 reads as booleans, so `progress: off` arrives as False.
-_YAML_BOOLEAN_WORDS = {True: {"y", "yes", "on", "true"}, False: {"n", "no", "off", "false"}}
 
 
 class _Section(BaseModel):
@@ -41,7 +39,7 @@ class _Section(BaseModel):
             field = cls.model_fields.get(name)
             if isinstance(value, bool) and field is not None:
                 words = [choice for choice in _choices(field.annotation)
-                         if choice.lower() in _YAML_BOOLEAN_WORDS[value]]
+                         if choice.lower() in YAML_BOOLEAN_WORDS[value]]
                 if len(words) == 1:
                     fixed[name] = words[0]
         return fixed

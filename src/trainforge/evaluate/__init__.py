@@ -1,23 +1,47 @@
-"""Evaluation: metrics per task, and the evaluate stage."""
+"""Evaluation: metrics per task, and the evaluate stage.
 
-from trainforge.evaluate._evaluate import (
-    EvalReport,
-    evaluate_model,
-    outputs_to_scores,
-    predict_scores,
-    score_report,
-)
-from trainforge.evaluate._metrics import (
-    METRICS_BY_TASK,
-    binary_metrics,
-    multiclass_metrics,
-    regression_metrics,
-    roc_auc,
-)
+Names are imported on first use (`trainforge._lazy`): `METRICS_BY_TASK` comes without torch
+or numpy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainforge._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trainforge.evaluate._evaluate import (
+        EvalReport,
+        evaluate_model,
+        outputs_to_scores,
+        predict_scores,
+        score_report,
+    )
+    from trainforge.evaluate._metrics import (
+        binary_metrics,
+        multiclass_metrics,
+        regression_metrics,
+        roc_auc,
+    )
+    from trainforge.evaluate._names import METRICS_BY_TASK
+
+_EXPORTS = {
+    "EvalReport": "trainforge.evaluate._evaluate",
+    "METRICS_BY_TASK": "trainforge.evaluate._names",
+    "binary_metrics": "trainforge.evaluate._metrics",
+    "evaluate_model": "trainforge.evaluate._evaluate",
+    "multiclass_metrics": "trainforge.evaluate._metrics",
+    "outputs_to_scores": "trainforge.evaluate._evaluate",
+    "predict_scores": "trainforge.evaluate._evaluate",
+    "regression_metrics": "trainforge.evaluate._metrics",
+    "roc_auc": "trainforge.evaluate._metrics",
+    "score_report": "trainforge.evaluate._evaluate",
+}
 
 __all__ = [
-    "METRICS_BY_TASK",
     "EvalReport",
+    "METRICS_BY_TASK",
     "binary_metrics",
     "evaluate_model",
     "multiclass_metrics",
@@ -27,3 +51,5 @@ __all__ = [
     "roc_auc",
     "score_report",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,15 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-BINARY_METRICS = ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss")
-MULTICLASS_METRICS = ("accuracy", "macro_f1", "log_loss")
-REGRESSION_METRICS = ("mse", "mae", "r2")
-METRICS_BY_TASK = {
-    "binary": BINARY_METRICS,
-    "multiclass": MULTICLASS_METRICS,
-    "regression": REGRESSION_METRICS,
-}
-
 
 def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve by the rank-sum formula, ties given their average rank.

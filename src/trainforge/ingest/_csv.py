@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from trainforge.errors import DataError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def header(path: str) -> list[str]:
@@ -35,6 +37,8 @@ def header(path: str) -> list[str]:
 def record_lines(path: str, rows: int) -> np.ndarray | None:
     """The line each of the `rows` data rows starts on, or None when a scan of the file does not
     find exactly `rows` of them (the file changed since it was read, or a value is too long)."""
+    import numpy as np
+
     try:
         starts = np.fromiter((line for line, _ in _records(path)), dtype=np.int64)
     except csv.Error:

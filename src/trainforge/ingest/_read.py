@@ -6,27 +6,20 @@ Rules:
   under a fresh RangeIndex. Every file must have the same set of columns (order may differ).
 - `format="auto"` picks the parser by extension: .parquet / .pq or .csv.
 - A CSV row with more or fewer values than the header is named by its line and data row.
-- `read_columns` reads the column names only: a Parquet footer or a CSV header line.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import os
-from typing import Literal
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from trainforge.errors import DataError, DataNotFound
-from trainforge.ingest._csv import header, ragged_record
-from trainforge.ingest._result import FileFormat, IngestResult, SourceFile
+from trainforge.errors import DataError
+from trainforge.ingest._csv import ragged_record
+from trainforge.ingest._result import IngestResult, SourceFile
+from trainforge.ingest._sources import FileFormat, Format, file_kind, match_files
 
-Format = Literal["auto", "parquet", "csv"]
-
-_EXTENSIONS: dict[str, FileFormat] = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 _CHUNK = 1 << 20
 
 
@@ -37,8 +30,8 @@ def read_table(source: str, format: Format = "auto") -> IngestResult:
     >>> result.locate(0), result.fingerprint[:12]  # doctest: +SKIP
     ('transactions-01.parquet row 1', '3f1c0a9e2b7d')
     """
-    paths = _match(source)
-    kinds = [_kind(path, format) for path in paths]
+    paths = match_files(source)
+    kinds = [file_kind(path, format) for path in paths]
     frames = [_parse(path, kind) for path, kind in zip(paths, kinds, strict=True)]
     _check_columns(paths, frames)
     files = tuple(
@@ -49,33 +42,6 @@ def read_table(source: str, format: Format = "auto") -> IngestResult:
         raise DataError(f"{source}: contains no rows ({len(files)} file(s) read)")
     frame = pd.concat([f[frames[0].columns] for f in frames if len(f)], ignore_index=True)
     return IngestResult(frame=frame, files=files, source=source)
-
-
-def _match(source: str) -> list[str]:
-    paths = sorted(os.path.abspath(p) for p in glob.glob(source, recursive=True))
-    files = [p for p in paths if os.path.isfile(p)]
-    if not files:
-        base = "" if os.path.isabs(source) else f" (relative to {os.getcwd()})"
-        hint = "; it is a folder, use a glob such as 'folder/*.parquet'" if paths else ""
-        raise DataNotFound(f"data source {source!r} matches no file{base}{hint}")
-    return files
-
-
-def read_columns(source: str, format: Format = "auto") -> tuple[str, list[str]]:
-    """(path, column names) of the first file matching `source`, in path order, without reading
-    its rows: the Parquet footer's schema (pandas index columns left out, as `read_table` leaves
-    them) or the CSV header line. DataNotFound when nothing matches, DataError when the file
-    cannot be read."""
-    path = _match(source)[0]
-    if _kind(path, format) == "csv":
-        return path, header(path)
-    try:
-        schema = pq.read_schema(path)
-    except (ValueError, OSError, pa.ArrowException) as exc:
-        raise DataError(f"{path}: cannot read as parquet: {exc}") from None
-    index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
-             if isinstance(c, str)}
-    return path, [name for name in schema.names if name not in index]
 
 
 def _parse(path: str, kind: FileFormat) -> pd.DataFrame:
@@ -93,16 +59,7 @@ def _parse(path: str, kind: FileFormat) -> pd.DataFrame:
         ) from None
 
 
-def _kind(path: str, format: Format) -> FileFormat:
-    if format != "auto":
-        return format
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in _EXTENSIONS:
-        raise DataError(
-            f"{path}: unknown file extension {suffix!r}; expected .parquet, .pq or .csv, "
-            "or set format to 'parquet' or 'csv'"
-        )
-    return _EXTENSIONS[suffix]
+
 
 
 def _check_columns(paths: list[str], frames: list[pd.DataFrame]) -> None:

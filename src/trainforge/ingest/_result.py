@@ -8,15 +8,13 @@ import os
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from trainforge.entities import DataVersion
 from trainforge.ingest._csv import record_lines
-
-FileFormat = Literal["parquet", "csv"]
+from trainforge.ingest._sources import FileFormat
 
 
 @dataclass(frozen=True)

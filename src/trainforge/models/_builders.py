@@ -4,43 +4,44 @@ A builder is called as `build(in_features=..., out_features=..., **kwargs)` and 
 `nn.Module` mapping a float tensor of shape (batch, in_features) to (batch, out_features).
 Built-ins: `mlp` (takes the spec's `hidden`), `cnn` (`image_shape: [C, H, W]`) and
 `transformer` (`sequence_shape: [T, D]`); all take the spec's `dropout`.
+
+Resolving a built-in name imports nothing: its builder imports its module (and torch) when
+first called, so checking a spec (`trainforge validate`) stays fast. A user's
+`"package.module:function"` is imported when resolved, since importing it is how it is checked.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Sequence
-
-from torch import nn
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from trainforge.config import ModelSpec
 from trainforge.errors import TrainingError
-from trainforge.models._cnn import build_cnn
-from trainforge.models._transformer import build_transformer
 
-ModelBuilder = Callable[..., nn.Module]
+if TYPE_CHECKING:
+    from torch import nn
+
+ModelBuilder = Callable[..., "nn.Module"]
 
 
-def build_mlp(
-    in_features: int, out_features: int, hidden: Sequence[int] = (64, 32), dropout: float = 0.0
-) -> nn.Module:
-    """A feed-forward network: Linear → ReLU (→ Dropout) per hidden layer, then a Linear head."""
-    layers: list[nn.Module] = []
-    width = in_features
-    for size in hidden:
-        layers += [nn.Linear(width, size), nn.ReLU()]
-        if dropout:
-            layers.append(nn.Dropout(dropout))
-        width = size
-    layers.append(nn.Linear(width, out_features))
-    return nn.Sequential(*layers)
+def _deferred(module: str, function: str) -> ModelBuilder:
+    """The builder `module.function`, imported on its first call."""
+
+    def build(**kwargs: Any) -> nn.Module:
+        builder: ModelBuilder = getattr(importlib.import_module(module), function)
+        return builder(**kwargs)
+
+    build.__name__ = build.__qualname__ = function
+    build.__doc__ = f"`{module}.{function}`, imported when first called."
+    return build
 
 
 BUILTIN_MODELS: dict[str, ModelBuilder] = {
-    "mlp": build_mlp,
-    "cnn": build_cnn,
-    "transformer": build_transformer,
+    "mlp": _deferred("trainforge.models._mlp", "build_mlp"),
+    "cnn": _deferred("trainforge.models._cnn", "build_cnn"),
+    "transformer": _deferred("trainforge.models._transformer", "build_transformer"),
 }
 
 

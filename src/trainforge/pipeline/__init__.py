@@ -1,24 +1,50 @@
 """The standard training pipeline: its DAG, its steps, `run_pipeline` and `launch_pipeline`
-(the same run over torchrun workers), and a run's checkpoints listed and pruned afterwards."""
+(the same run over torchrun workers), and a run's checkpoints listed and pruned afterwards.
 
-from trainforge.pipeline._checkpoints import (
-    checkpoint_policy,
-    gc_run_checkpoints,
-    list_run_checkpoints,
-    open_run_checkpoints,
-)
-from trainforge.pipeline._checks import check_spec, gate_metric_names
-from trainforge.pipeline._dag import build_training_dag
-from trainforge.pipeline._dataset import Dataset
-from trainforge.pipeline._distributed import Launch, launch_pipeline
-from trainforge.pipeline._identity import spec_hash
-from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
-from trainforge.pipeline._run import (
-    PipelineResult,
-    PipelineServices,
-    load_checked_spec,
-    run_pipeline,
-)
+Names are imported on first use (`trainforge._lazy`): `load_checked_spec` (what
+`trainforge validate` runs) comes without torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainforge._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trainforge.pipeline._checkpoints import (
+        checkpoint_policy,
+        gc_run_checkpoints,
+        list_run_checkpoints,
+        open_run_checkpoints,
+    )
+    from trainforge.pipeline._checks import check_spec, gate_metric_names
+    from trainforge.pipeline._dag import build_training_dag
+    from trainforge.pipeline._dataset import Dataset
+    from trainforge.pipeline._distributed import Launch, launch_pipeline
+    from trainforge.pipeline._identity import spec_hash
+    from trainforge.pipeline._plan import PipelinePlan, load_checked_spec, plan_pipeline
+    from trainforge.pipeline._run import PipelineResult, PipelineServices, run_pipeline
+
+_EXPORTS = {
+    "Dataset": "trainforge.pipeline._dataset",
+    "Launch": "trainforge.pipeline._distributed",
+    "PipelinePlan": "trainforge.pipeline._plan",
+    "PipelineResult": "trainforge.pipeline._run",
+    "PipelineServices": "trainforge.pipeline._run",
+    "build_training_dag": "trainforge.pipeline._dag",
+    "check_spec": "trainforge.pipeline._checks",
+    "checkpoint_policy": "trainforge.pipeline._checkpoints",
+    "gate_metric_names": "trainforge.pipeline._checks",
+    "gc_run_checkpoints": "trainforge.pipeline._checkpoints",
+    "launch_pipeline": "trainforge.pipeline._distributed",
+    "list_run_checkpoints": "trainforge.pipeline._checkpoints",
+    "load_checked_spec": "trainforge.pipeline._plan",
+    "open_run_checkpoints": "trainforge.pipeline._checkpoints",
+    "plan_pipeline": "trainforge.pipeline._plan",
+    "run_pipeline": "trainforge.pipeline._run",
+    "spec_hash": "trainforge.pipeline._identity",
+}
 
 __all__ = [
     "Dataset",
@@ -39,3 +65,5 @@ __all__ = [
     "run_pipeline",
     "spec_hash",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

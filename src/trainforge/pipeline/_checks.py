@@ -27,7 +27,7 @@ from trainforge.errors import DataError, DataNotFound, SpecError, TrainingError
 from trainforge.evaluate import METRICS_BY_TASK
 from trainforge.ingest import read_columns
 from trainforge.models import resolve_builder
-from trainforge.pipeline._dataset import list_columns, same_label, suggest_column
+from trainforge.pipeline._columns import list_columns, same_label, suggest_column
 from trainforge.train import logged_metric_names
 from trainforge.validate import SchemaContract, load_contract
 

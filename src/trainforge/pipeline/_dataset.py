@@ -14,7 +14,6 @@ Rules for `data.target`:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,13 +22,12 @@ import pandas as pd
 
 from trainforge.config import DataSpec
 from trainforge.errors import DataError
+from trainforge.pipeline._columns import Label, list_columns, same_label, suggest_column
 
 Arrays = tuple[np.ndarray, np.ndarray]
-Label = bool | int | float | str
 Locate = Callable[[int], str]
 
 _EXAMPLES = 5
-_YAML_WORDS = {True: {"y", "yes", "on", "true"}, False: {"n", "no", "off", "false"}}
 
 
 @dataclass(frozen=True)
@@ -144,32 +142,9 @@ def _zero_or_one(value: object) -> bool:
     return isinstance(value, (bool, int, float)) and value in (0, 1)
 
 
-def same_label(value: object, label: Label) -> bool:
-    """Whether a target value is the label a spec names (the module's matching rules)."""
-    if isinstance(label, bool) and isinstance(value, str):
-        return value.strip().lower() in _YAML_WORDS[label]
-    if isinstance(label, str) != isinstance(value, str):
-        return str(value) == str(label)
-    return bool(value == label)
-
-
 def _count(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _rows(mask: np.ndarray, where: Locate) -> str:
     return ", ".join(where(int(i)) for i in np.flatnonzero(mask)[:_EXAMPLES])
-
-
-def suggest_column(name: str, known: Sequence[str]) -> str:
-    """A did-you-mean clause naming the known column closest to `name` (one differing only in
-    case first), or nothing when none is close."""
-    close = [c for c in known if c.lower() == name.lower()] or difflib.get_close_matches(
-        name, known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def list_columns(known: Sequence[str], limit: int = 20) -> str:
-    """The first `limit` column names, comma-separated, and how many more there are."""
-    more = f", ... ({len(known) - limit} more)" if len(known) > limit else ""
-    return ", ".join(known[:limit]) + more

@@ -1,5 +1,8 @@
 """What a pipeline run will execute, decided before any run exists: the resolved spec, where it
 came from, its DAG and its identity (`spec_hash`, see `_identity`).
+
+Deciding imports no torch and no pandas beyond what the checks of `_checks` need (the DAG's
+steps are imported by `PipelinePlan.dag`), so `trainforge validate` stays fast.
 """
 
 from __future__ import annotations
@@ -7,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.config import (
     KEEP_CREDENTIALS,
@@ -17,12 +20,14 @@ from trainforge.config import (
     parse_model,
     redact_argument,
 )
-from trainforge.orchestration import Dag
 from trainforge.pipeline._checks import check_spec
-from trainforge.pipeline._dag import build_training_dag
 from trainforge.pipeline._identity import spec_hash
-from trainforge.storage.contracts import RegistryStore
-from trainforge.train import Callback, PreemptionNotice
+from trainforge.train import PreemptionNotice
+
+if TYPE_CHECKING:
+    from trainforge.orchestration import Dag
+    from trainforge.storage.contracts import RegistryStore
+    from trainforge.train import Callback
 
 SPEC_OBJECT = "<PipelineSpec object>"  # the source named in errors about a spec given as object
 
@@ -43,6 +48,8 @@ class PipelinePlan:
 
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
             preemption: PreemptionNotice | None = None) -> Dag:
+        from trainforge.pipeline._dag import build_training_dag
+
         return build_training_dag(self.spec, registry, callbacks, preemption)
 
     def preemption_notice(self) -> PreemptionNotice:
@@ -70,3 +77,9 @@ def plan_pipeline(
     resolved = load_spec(spec, list(overrides))
     check_spec(resolved, spec)
     return PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved))
+
+
+
+def load_checked_spec(path: str | Path, overrides: Sequence[str] | None = None) -> PipelineSpec:
+    """Load a spec and run the cross-section checks: what `trainforge validate` does."""
+    return plan_pipeline(path, overrides).spec

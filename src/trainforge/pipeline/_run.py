@@ -79,11 +79,6 @@ class PipelineServices:
                    artifacts or open_artifact_store(settings.artifact_root))
 
 
-def load_checked_spec(path: str | Path, overrides: list[str] | None = None) -> PipelineSpec:
-    """Load a spec and run the cross-section checks: what `trainforge validate` does."""
-    return plan_pipeline(path, overrides).spec
-
-
 def run_pipeline(
     spec: PipelineSpec | str | Path,
     overrides: Sequence[str] | None = None,

@@ -14,9 +14,9 @@ so the trainer can use `storage.objects` (checkpoint files) without loading the 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from trainforge._lazy import lazy_exports
 from trainforge.storage.contracts import (
     CheckpointStore,
     DataVersionStore,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from trainforge.storage.backends import open_store
     from trainforge.storage.sql_store import SqlStore
 
-_LAZY = {
+_EXPORTS = {
     "SqlStore": "trainforge.storage.sql_store",
     "open_store": "trainforge.storage.backends",
 }
@@ -57,13 +57,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'trainforge.storage' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,7 @@
 """`open_store(url)`: the store backend a database URL names, chosen by its scheme.
 
-    sqlite:///path/to/file.db                   SqlStore (a file, created when missing)
+    sqlite:///path/to/file.db                   SqlStore (a file, created when missing unless
+                                                create=False)
     postgresql[+driver]://user@host:port/db      SqlStore
     http(s)://host:port                          the REST client of `trainforge server` (to come)
 
@@ -20,17 +21,20 @@ SQL_SCHEMES = ("sqlite", "postgresql")
 REST_SCHEMES = ("http", "https")
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, create: bool = True) -> Store:
     """Open the store at `url` (a SQL database is migrated to the newest schema first).
 
-    `StoreError` for a scheme no backend serves, naming the accepted ones. The default URL is
+    With `create=False` (what commands that only read use) the database must exist already:
+    `DatabaseNotFound` naming the file or URL when it does not (a missing SQLite file, a
+    database without trainforge's tables), and nothing is created. `StoreError` for a scheme
+    no backend serves, naming the accepted ones. The default URL is
     the settings': `open_store(Settings.from_env().database_url.get_secret_value())`.
 
     Example: `open_store("sqlite:///runs.db").get_or_create_experiment("mnist")`.
     """
     scheme = _scheme(url)
     if scheme.partition("+")[0] in SQL_SCHEMES:
-        return SqlStore(url)
+        return SqlStore(url, create)
     if scheme in REST_SCHEMES:
         raise StoreError(f"cannot open {shown_url(url)!r}: the REST client store comes with "
                          "`trainforge server`, which is not implemented yet; use a sqlite:// "

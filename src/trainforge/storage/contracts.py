@@ -132,11 +132,16 @@ class RunStore(Protocol):
     - `mark_crashed` ends as CRASHED every RUNNING run not seen since `heartbeat_before` (its
       end is its last heartbeat) and returns them, oldest first;
     - every method taking a `run_id` raises `NotFound` for an unknown run;
+    - `find_run` takes what a person types: a whole run id, or the start of one (the short ids
+      tables show). An exact id wins; else the one run whose id starts with the text (case
+      matters); `NotFound` when none does, `Ambiguous` listing candidates when several do,
+      `ValueError` for empty text;
     - `list_runs` orders newest `started_at` first, then by run id; the cursor holds that pair,
       so runs started after the listing began never show up on its later pages;
     - `search_runs` filters and sorts with the query language of `trainforge.storage.query`
-      (`metrics.`, `params.`, `tags.`, `system.` fields; `QueryError` for a malformed filter or
-      sort), then newest first, then by run id; the
+      (`metrics.`, `params.`, `tags.`, `system.` fields and run attributes, compared with
+      numbers, strings or booleans, joined by `and` / `or` and parentheses; `QueryError` for a
+      malformed filter or sort), then newest first, then by run id; the
       cursor holds the sort values of the last run it covered (see the module docstring for
       values that change meanwhile);
     - as every area: one unit of work per call, from any thread, frozen records the caller
@@ -160,6 +165,8 @@ class RunStore(Protocol):
     ) -> Run: ...
 
     def get_run(self, run_id: str) -> Run: ...
+
+    def find_run(self, id_or_prefix: str) -> Run: ...
 
     def list_runs(
         self,

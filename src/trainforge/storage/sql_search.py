@@ -4,8 +4,10 @@
   over the (key, value) index, a sort a left join on the (run, key) primary key;
 - `params.a.b`, `tags.a.b` and `system.a.b` are JSON paths into the run's columns
   (`json_extract` on SQLite, `jsonb_extract_path` on PostgreSQL). A number compares only with
-  numbers and a string only with strings, so a run whose value has the other type (or none)
-  never matches;
+  numbers, a string only with strings and true / false only with booleans, so a run whose value
+  has another type (or none) never matches, not even with `!=`;
+- "and" and "or" of the filter are SQL's AND and OR of the comparisons, which keep a run whose
+  value is missing out of both `x = v` and `x != v`;
 - a params / tags / system sort puts numbers (by value) before strings (by text), on both
   backends;
 - every sort puts missing values last, then breaks ties by newest `started_at`, then run id;
@@ -21,13 +23,25 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Double, Select, String, and_, case, cast, func, select, type_coerce
+from sqlalchemy import (
+    Boolean,
+    Double,
+    Select,
+    String,
+    and_,
+    case,
+    cast,
+    func,
+    or_,
+    select,
+    type_coerce,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import InstrumentedAttribute, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
 from trainforge.storage.cursors import Types
-from trainforge.storage.query import Comparison, SortKey
+from trainforge.storage.query import AllOf, Comparison, Condition, SortKey
 from trainforge.storage.sql_pages import NoneType, OrderKey
 from trainforge.storage.tables import ExperimentRow, RunMetricRow, RunRow
 
@@ -60,16 +74,16 @@ def time_key(dialect: str, column: InstrumentedAttribute[Any], descending: bool,
 def search_query(
     dialect: str,
     experiment_ids: Sequence[str] | None,
-    comparisons: Sequence[Comparison],
+    condition: Condition | None,
     sort: Sequence[SortKey],
 ) -> tuple[Select[Any], list[OrderKey]]:
-    """The ids of the matching runs, and the keys that order them (the sort, then newest
-    first, then run id): `sql_pages.page_query` makes one page of it."""
+    """The ids of the runs meeting `condition` (None: all), and the keys that order them (the
+    sort, then newest first, then run id): `sql_pages.page_query` makes one page of it."""
     query = select(RunRow.run_id)
     if experiment_ids is not None:
         query = query.where(RunRow.experiment_id.in_(list(experiment_ids)))
-    for comparison in comparisons:
-        query = query.where(_condition(dialect, comparison))
+    if condition is not None:
+        query = query.where(_condition(dialect, condition))
     keys: list[OrderKey] = []
     for key in sort:
         if key.field.kind == "metrics":
@@ -86,13 +100,20 @@ def search_query(
                                  nullable))
         else:
             column = _JSON_COLUMNS[key.field.kind]
-            keys += [OrderKey(_json_scalar(dialect, column, key.field.path, numeric), types,
+            keys += [OrderKey(_json_scalar(dialect, column, key.field.path, kind), types,
                               key.descending)
-                     for numeric, types in ((True, _NUMBER), (False, _TEXT))]
+                     for kind, types in ((float, _NUMBER), (str, _TEXT))]
     return query, [*keys, *newest_first(dialect)]
 
 
-def _condition(dialect: str, comparison: Comparison) -> ColumnElement[bool]:
+def _condition(dialect: str, condition: Condition) -> ColumnElement[bool]:
+    if isinstance(condition, Comparison):
+        return _comparison(dialect, condition)
+    terms = [_condition(dialect, term) for term in condition.terms]
+    return and_(*terms) if isinstance(condition, AllOf) else or_(*terms)
+
+
+def _comparison(dialect: str, comparison: Comparison) -> ColumnElement[bool]:
     compare = _OPERATORS[comparison.op]
     field, value = comparison.field, comparison.value
     if field.kind == "metrics":
@@ -102,27 +123,36 @@ def _condition(dialect: str, comparison: Comparison) -> ColumnElement[bool]:
         return RunRow.run_id.in_(matching)
     if field.kind in _JSON_COLUMNS:
         column = _JSON_COLUMNS[field.kind]
-        return compare(_json_scalar(dialect, column, field.path, isinstance(value, float)), value)
+        return compare(_json_scalar(dialect, column, field.path, type(value)), value)
     if field.name == "experiment":
         named = select(ExperimentRow.experiment_id).where(compare(ExperimentRow.name, value))
         return RunRow.experiment_id.in_(named)
     return compare(getattr(RunRow, field.name), value)
 
 
+# The JSON types a value of each Python type compares with, as SQLite's json_type and
+# PostgreSQL's jsonb_typeof name them.
+_SQLITE_TYPES: dict[type, tuple[str, ...]] = {
+    float: ("integer", "real"), str: ("text",), bool: ("true", "false"),
+}
+_POSTGRES_TYPES: dict[type, tuple[str, Any]] = {
+    float: ("number", Double), str: ("string", String), bool: ("boolean", Boolean),
+}
+
+
 def _json_scalar(
-    dialect: str, column: InstrumentedAttribute[Any], path: tuple[str, ...], numeric: bool
+    dialect: str, column: InstrumentedAttribute[Any], path: tuple[str, ...], kind: type
 ) -> ColumnElement[Any]:
-    """The value at `path` when it is a number (`numeric`) or a string (else), otherwise NULL."""
+    """The value at `path` when it is of `kind` (float: a number, str: a string, bool: true or
+    false), otherwise NULL."""
     if dialect == "sqlite":
         json_path = _sqlite_path(path)
-        kinds = ("integer", "real") if numeric else ("text",)
-        return case((func.json_type(column, json_path).in_(kinds),
+        return case((func.json_type(column, json_path).in_(_SQLITE_TYPES[kind]),
                      func.json_extract(column, json_path)))
+    json_type, sql_type = _POSTGRES_TYPES[kind]
     node = func.jsonb_extract_path(column, *path, type_=JSONB)
     text = func.jsonb_extract_path_text(column, *path)
-    if numeric:
-        return case((func.jsonb_typeof(node) == "number", cast(text, Double)))
-    return case((func.jsonb_typeof(node) == "string", text))
+    return case((func.jsonb_typeof(node) == json_type, cast(text, sql_type)))
 
 
 def _sqlite_path(path: tuple[str, ...]) -> str:

@@ -3,7 +3,9 @@
 The URL picks the backend: `sqlite:///path/to/file.db` or `postgresql+psycopg://user@host/db`
 (`open_store(url)` chooses this class for both). The rules of `storage/contracts.py` hold;
 beyond them:
-- the schema is migrated to the newest revision when the store is opened;
+- the schema is migrated to the newest revision when the store is opened; opened with
+  `create=False`, a database that does not exist (a SQLite file) or holds no schema raises
+  `DatabaseNotFound`, and nothing is created;
 - every public method is one transaction; writes on SQLite take the write lock when they begin,
   so read-modify-write methods (`log_params`, `set_tags`, `set_system`, `set_summary_metrics`)
   never lose an update, and on PostgreSQL they lock the run row;
@@ -45,7 +47,7 @@ from trainforge.entities import (
     Run,
     RunStatus,
 )
-from trainforge.errors import Conflict, NotFound, StoreError, StoreUnavailable
+from trainforge.errors import Ambiguous, Conflict, NotFound, StoreError, StoreUnavailable
 from trainforge.storage import sql_checkpoints, sql_metrics
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
 from trainforge.storage.cursors import Listing, check_limit
@@ -81,6 +83,7 @@ _BACKENDS: dict[str, Callable[[type[Base]], sqlite.Insert | postgresql.Insert]] 
 # Each retry means another process took the number we picked; this bounds a pathological storm.
 _VERSION_ATTEMPTS = 50
 _SPEC_HASH_LENGTH = 64  # the width of `runs.spec_hash`
+_CANDIDATES_SHOWN = 5  # run ids an `Ambiguous` error lists
 _BY_NAME = (OrderKey(ExperimentRow.name, (str,)),)
 _BY_MODEL_AND_NUMBER = (OrderKey(ModelVersionRow.model_name, (str,)),
                         OrderKey(cast(ModelVersionRow.version, Integer), (int,)))
@@ -95,14 +98,18 @@ def new_id() -> str:
 class SqlStore:
     """The store on SQLite or PostgreSQL; safe to share between threads."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
         backend = _backend(url)
         self._url = url
-        self._engine = make_engine(url)
+        self._engine = make_engine(url, create)
         self._dialect = backend
         self._insert = _BACKENDS[backend]
-        with _translated(self):
-            migrate(self._engine)
+        try:
+            with _translated(self):
+                migrate(self._engine, create)
+        except BaseException:
+            self._engine.dispose()
+            raise
         self._reader = sessionmaker(self._engine, expire_on_commit=False)
         writer = self._engine.execution_options(**{WRITE: True})
         self._writer = sessionmaker(writer, expire_on_commit=False)
@@ -207,6 +214,27 @@ class SqlStore:
         with self._read() as session:
             row = _get(session, RunRow, run_id, "run")
             return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
+
+    def find_run(self, id_or_prefix: str) -> Run:
+        """The run with id `id_or_prefix`, else the one run whose id starts with it (compared
+        with `substr`, so case matters on both backends and `%` or `_` are plain characters);
+        `NotFound`, `Ambiguous` or `ValueError` as the protocol says."""
+        if not id_or_prefix:
+            raise ValueError("a run id or prefix must not be empty")
+        starts = func.substr(RunRow.run_id, 1, len(id_or_prefix)) == id_or_prefix
+        with self._read() as session:
+            row = session.get(RunRow, id_or_prefix)
+            if row is None:
+                found = list(session.scalars(select(RunRow.run_id).where(starts)
+                                             .order_by(RunRow.run_id)
+                                             .limit(_CANDIDATES_SHOWN + 1)))
+                if not found:
+                    raise NotFound(f"run {id_or_prefix!r} not found")
+                if len(found) > 1:
+                    count = session.scalar(select(func.count()).select_from(RunRow).where(starts))
+                    raise _ambiguous(id_or_prefix, found[:_CANDIDATES_SHOWN], count or 0)
+                row = _get(session, RunRow, found[0], "run")
+            return to_run(row, sql_metrics.latest_values(session, [row.run_id])[row.run_id])
 
     def list_runs(
         self,
@@ -531,6 +559,12 @@ def _translated(store: SqlStore) -> Iterator[None]:
         yield
     except (OperationalError, InterfaceError) as exc:
         raise StoreUnavailable(f"{store!r} unavailable: {exc.orig or exc}") from exc
+
+
+def _ambiguous(prefix: str, candidates: list[str], count: int) -> Ambiguous:
+    more = f", and {count - len(candidates)} more" if count > len(candidates) else ""
+    return Ambiguous(f"run id {prefix!r} is ambiguous: {count} runs start with it "
+                     f"({', '.join(candidates)}{more}); give more of the id", candidates)
 
 
 def _exists(session: Session, run_id: str) -> None:

@@ -5,24 +5,56 @@ and environment capture, over the store contracts of `trainforge.storage`.
     >>> with trainforge.start_run("fraud", params={"lr": 1e-3}) as run:   # doctest: +SKIP
     ...     run.log_metric("loss", 0.3, step=1)
     >>> trainforge.search_runs("fraud", filter="metrics.loss < 0.5")  # doctest: +SKIP
+
+Names are imported on first use (`trainforge._lazy`): reading runs back loads neither the
+run handle nor the SQL store until it is called.
 """
 
-from trainforge.storage.query import parse_filter, parse_sort
-from trainforge.tracking._api import (
-    DEFAULT_CRASH_TIMEOUT_S,
-    RunComparison,
-    collect_crashed_runs,
-    compare_runs,
-    comparison,
-    get_metric_history,
-    get_run,
-    replay_spills,
-    search_runs,
-)
-from trainforge.tracking._defaults import default_store
-from trainforge.tracking._environment import GitState, capture_environment, git_state
-from trainforge.tracking._recorder import RunRecorder
-from trainforge.tracking._run import RunHandle, active_run, start_run
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainforge._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trainforge.storage.query import parse_filter, parse_sort
+    from trainforge.tracking._api import (
+        DEFAULT_CRASH_TIMEOUT_S,
+        RunComparison,
+        collect_crashed_runs,
+        compare_runs,
+        comparison,
+        get_metric_history,
+        get_run,
+        replay_spills,
+        search_runs,
+    )
+    from trainforge.tracking._defaults import default_store
+    from trainforge.tracking._environment import GitState, capture_environment, git_state
+    from trainforge.tracking._recorder import RunRecorder
+    from trainforge.tracking._run import RunHandle, active_run, start_run
+
+_EXPORTS = {
+    "DEFAULT_CRASH_TIMEOUT_S": "trainforge.tracking._api",
+    "GitState": "trainforge.tracking._environment",
+    "RunComparison": "trainforge.tracking._api",
+    "RunHandle": "trainforge.tracking._run",
+    "RunRecorder": "trainforge.tracking._recorder",
+    "active_run": "trainforge.tracking._run",
+    "capture_environment": "trainforge.tracking._environment",
+    "collect_crashed_runs": "trainforge.tracking._api",
+    "compare_runs": "trainforge.tracking._api",
+    "comparison": "trainforge.tracking._api",
+    "default_store": "trainforge.tracking._defaults",
+    "get_metric_history": "trainforge.tracking._api",
+    "get_run": "trainforge.tracking._api",
+    "git_state": "trainforge.tracking._environment",
+    "parse_filter": "trainforge.storage.query",
+    "parse_sort": "trainforge.storage.query",
+    "replay_spills": "trainforge.tracking._api",
+    "search_runs": "trainforge.tracking._api",
+    "start_run": "trainforge.tracking._run",
+}
 
 __all__ = [
     "DEFAULT_CRASH_TIMEOUT_S",
@@ -45,3 +77,5 @@ __all__ = [
     "search_runs",
     "start_run",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -35,9 +35,11 @@ def search_runs(
     matching `filter`, ordered by `sort`.
 
     `filter`: "metrics.test_auc > 0.9 and params.training.optimizer.lr < 1e-3 and status =
-    'completed'"; `sort`: "-metrics.test_auc,started_at" ("-" descending; missing values last;
-    ties newest first). `QueryError` names the position of a mistake; `NotFound` an unknown
-    experiment. To read the runs page by page, call the store's `search_runs` with a cursor.
+    'completed'", "tags.gates.passed = false or (status = 'failed' and experiment = 'fraud')"
+    (`trainforge.storage.query` has the grammar); `sort`: "-metrics.test_auc,started_at"
+    ("-" descending; missing values last; ties newest first). `QueryError` names the position
+    of a mistake; `NotFound` an unknown experiment. To read the runs page by page, call the
+    store's `search_runs` with a cursor.
     """
     store = store or default_store()
     experiment_ids = None

@@ -1,11 +1,5 @@
-"""What the trainer watches: non-finite losses and gradients, throughput, early stopping, and
-the names of the metrics it logs.
-
-Step metrics (every `log_every_n_steps` optimizer steps and at the end of each epoch):
-`train_loss` (mean over the steps since the last log), `lr`, `grad_norm` (before clipping),
-`samples_per_s` and `step_time_s`. Epoch metrics: `epoch`, `train_loss_epoch`, `val_loss` and
-`val_<metric>` for each evaluation metric of the task. Under DDP/FSDP all are means over ranks.
-"""
+"""What the trainer watches: non-finite losses and gradients, throughput and early stopping
+(the metrics it logs are named in `_metric_names`)."""
 
 from __future__ import annotations
 
@@ -19,19 +13,8 @@ import torch
 
 from trainforge.config import EarlyStoppingSpec
 from trainforge.errors import TrainingError
-from trainforge.evaluate import METRICS_BY_TASK
 
 log = logging.getLogger(__name__)
-
-STEP_METRICS = ("train_loss", "lr", "grad_norm", "samples_per_s", "step_time_s")
-
-
-def logged_metric_names(task: str, validation: bool = True) -> list[str]:
-    """Every metric the trainer logs for `task` (what early stopping may watch)."""
-    names = [*STEP_METRICS, "epoch", "train_loss_epoch"]
-    if validation:
-        names += ["val_loss", *(f"val_{m}" for m in METRICS_BY_TASK[task])]
-    return names
 
 
 class NanGuard:

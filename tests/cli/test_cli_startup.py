@@ -1,0 +1,65 @@
+"""What a command imports before it answers: `--help`, `runs list` and `validate` leave torch
+(and the rest of the training stack) alone. Timings are measured by benchmarks/cli_startup.py,
+never here; this pins the property that makes them fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainforge.tracking import default_store
+
+HEAVY = ("torch", "pandas", "pyarrow", "numpy", "sqlalchemy", "alembic", "sklearn")
+# Runs the console script's `main` with the given arguments, then prints which heavy modules
+# the process imported and whether the cyclic garbage collector is on (as JSON on the last line
+# of stderr).
+PROBE = f"""
+import gc, json, sys
+from trainforge.cli import main
+sys.argv = ["trainforge", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+heavy = sorted(m for m in {HEAVY!r} if m in sys.modules)
+print(json.dumps({{"heavy": heavy, "gc": gc.isenabled()}}), file=sys.stderr)
+"""
+
+
+def probe(*args: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,
+                            text=True, env=os.environ.copy(), timeout=120)
+    return json.loads(result.stderr.splitlines()[-1])
+
+
+def imported(*args: str) -> list[str]:
+    return probe(*args)["heavy"]
+
+
+def test_help_and_version_import_nothing_heavy() -> None:
+    assert imported("--help") == []
+    assert imported("--version") == []
+    assert imported("runs", "--help") == []
+
+
+def test_runs_list_imports_only_the_sql_store() -> None:
+    default_store()  # the database exists
+    assert imported("runs", "list") == ["sqlalchemy"]
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])
+def test_validate_checks_a_built_in_model_without_torch(fraud_project: Path, model: str) -> None:
+    # pandas (and what it pulls in) comes with `trainforge.validate`, which the spec checks use
+    loaded = imported("validate", str(fraud_project / "pipeline.yaml"), f"model.type={model}")
+    assert not {"torch", "sqlalchemy", "alembic"} & set(loaded)
+
+
+def test_the_garbage_collector_is_off_for_a_listing_and_on_for_a_run(tmp_path: Path) -> None:
+    default_store()
+    assert probe("runs", "list")["gc"] is False
+    assert probe("run", str(tmp_path / "missing.yaml"))["gc"] is True
