@@ -14,13 +14,14 @@ if TYPE_CHECKING:
     from trainforge.config._loading import (
         YAML_BOOLEAN_WORDS,
         apply_overrides,
-        flatten_paths,
         load_model,
         parse_model,
         read_yaml_mapping,
     )
+    from trainforge.config._paths import flatten_paths
     from trainforge.config._pipeline import load_spec
-    from trainforge.config._secrets import KEEP_CREDENTIALS, redact_argument
+    from trainforge.config._redaction import redact_argument
+    from trainforge.config._secrets import KEEP_CREDENTIALS
     from trainforge.config._settings import Settings, mask_url_password
     from trainforge.config._spec import (
         CheckpointSpec,
@@ -72,13 +73,13 @@ _EXPORTS = {
     "TransformSpec": "trainforge.config._spec",
     "YAML_BOOLEAN_WORDS": "trainforge.config._loading",
     "apply_overrides": "trainforge.config._loading",
-    "flatten_paths": "trainforge.config._loading",
+    "flatten_paths": "trainforge.config._paths",
     "load_model": "trainforge.config._loading",
     "load_spec": "trainforge.config._pipeline",
     "mask_url_password": "trainforge.config._settings",
     "parse_model": "trainforge.config._loading",
     "read_yaml_mapping": "trainforge.config._loading",
-    "redact_argument": "trainforge.config._secrets",
+    "redact_argument": "trainforge.config._redaction",
 }
 
 __all__ = [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,18 +53,6 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
             value = raw
         _set_path(result, key.strip().split("."), value, item, source)
     return result
-
-
-def flatten_paths(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as `{"a.b.c": leaf}`, the paths overrides and messages use; an empty
-    mapping is a leaf."""
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten_paths(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def parse_model(model_cls: type[M], data: dict[str, Any], source: str) -> M:

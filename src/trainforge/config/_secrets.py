@@ -5,9 +5,9 @@ A value under a credential-like key of `storage_options` (`key`, `secret`, `toke
 `SecretStr`: its repr is masked, dumps of the spec leave it out (so it never reaches a run's
 params, a log line or `trainforge runs show`), and `revealed()` hands the real value to fsspec
 at the moment of use (or a dump with the `KEEP_CREDENTIALS` context, in memory only).
-Overrides and command lines recorded on a run go through `redact_argument`. Credentials are
-better left out of specs altogether: fsspec reads them from the environment or its own
-configuration.
+Overrides and command lines recorded on a run go through `redact_argument` (`_redaction`).
+Credentials are better left out of specs altogether: fsspec reads them from the environment or
+its own configuration.
 """
 
 from __future__ import annotations
@@ -17,22 +17,11 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from trainforge.config._settings import mask_url_password
+from trainforge.config._redaction import is_secret_key
 
-# Whole names (after lower-casing) and fragments that mark a credential.
-_SECRET_NAMES = frozenset({"key", "secret", "token", "password", "passwd", "credentials",
-                           "connection_string", "sas_token", "account_key"})
-_SECRET_FRAGMENTS = ("secret", "password", "token", "access_key", "private_key", "api_key")
-REDACTED = "***"
 # Serialization context key: a dump in memory that keeps the credentials (to re-validate a spec
 # after overrides), e.g. `spec.model_dump(context={KEEP_CREDENTIALS: True})`; never recorded.
 KEEP_CREDENTIALS = "keep_credentials"
-
-
-def is_secret_key(name: str) -> bool:
-    """Whether an option called `name` holds a credential."""
-    lowered = name.lower()
-    return lowered in _SECRET_NAMES or any(part in lowered for part in _SECRET_FRAGMENTS)
 
 
 def hide_secrets(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -49,15 +38,6 @@ def without_secrets(options: Mapping[str, Any]) -> dict[str, Any]:
 def revealed(options: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `options` with the real credential values, to hand to fsspec."""
     return {key: _revealed(value) for key, value in options.items()}
-
-
-def redact_argument(argument: str) -> str:
-    """`argument` as it may be recorded: the value of a `path.to.secret=value` override
-    replaced by `***`, and any password in a URL masked."""
-    key, sep, _ = argument.partition("=")
-    if sep and is_secret_key(key.rsplit(".", 1)[-1].lstrip("-")):
-        return f"{key}={REDACTED}"
-    return mask_url_password(argument) if "://" in argument else argument
 
 
 def _hidden(key: str, value: Any) -> Any:

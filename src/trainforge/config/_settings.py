@@ -8,8 +8,10 @@ without a store) call `Settings.from_env()`; nothing below them reads the enviro
     TRAINFORGE_ARTIFACTS  artifact root: a folder or a URL such as `s3://bucket/prefix`
                           (default: `<home>/artifacts`)
 
-The database URL may hold a password, so it is a `SecretStr`: its repr, `str()` and dumps are
-masked, and `database_url_shown` renders it with the password hidden. Object-store credentials
+The database URL may hold a password, so it is a `SecretUrl`: its repr and `str()` are masked,
+and `database_url_shown` renders it with the password hidden. `Settings` is a plain frozen
+dataclass (three strings read from the environment need no pydantic model, and every CLI call
+builds one before anything else). Object-store credentials
 never appear here: fsspec reads them from its own configuration or the environment (for S3,
 `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or a profile, and `AWS_ENDPOINT_URL` for an
 S3-compatible server such as MinIO).
@@ -19,19 +21,43 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+
+class SecretUrl:
+    """A URL that may hold a password: `repr` and `str` show it masked; the value is read with
+    `get_secret_value()` (as pydantic's `SecretStr`, which this avoids importing: a CLI call
+    reads the settings before anything else)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"SecretUrl({mask_url_password(self._value)!r})"
+
+    def __str__(self) -> str:
+        return mask_url_password(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretUrl) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
 
 
-class Settings(BaseModel):
+@dataclass(frozen=True)
+class Settings:
     """Immutable; build it with `from_env()` or directly (tests, embedding applications)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     home: Path
-    database_url: SecretStr
+    database_url: SecretUrl
     artifact_root: str
 
     @classmethod
@@ -43,7 +69,7 @@ class Settings(BaseModel):
         home = Path(env.get("TRAINFORGE_HOME") or (cwd or Path.cwd()) / ".trainforge")
         return cls(
             home=home,
-            database_url=SecretStr(
+            database_url=SecretUrl(
                 env.get("TRAINFORGE_DB") or f"sqlite:///{home / 'trainforge.db'}"),
             artifact_root=env.get("TRAINFORGE_ARTIFACTS") or str(home / "artifacts"),
         )
