@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from trainforge.storage import SqlStore
+from trainforge.storage import Store, open_store
 
 if TYPE_CHECKING:
     import psycopg
@@ -98,9 +98,10 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[SqlStore]:
-    """A migrated, empty store on each backend; its connections are closed afterwards."""
-    opened = SqlStore(db_url)
+def store(db_url: str) -> Iterator[Store]:
+    """A migrated, empty store on each backend, opened as users open it (`open_store`); its
+    connections are closed afterwards. The contract suite takes each area from it."""
+    opened = open_store(db_url)
     try:
         yield opened
     finally:

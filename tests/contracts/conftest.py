@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from trainforge.storage import (
@@ -15,18 +13,7 @@ from trainforge.storage import (
     RegistryStore,
     RunStore,
     Store,
-    open_store,
 )
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
-    """Every area at once: for setting up what a test of one area needs."""
-    opened = open_store(db_url)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 @pytest.fixture
