@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         roc_auc,
     )
     from trainforge.evaluate._names import METRICS_BY_TASK
+    from trainforge.evaluate._stored import StoredModel, load_stored_model
 
 _EXPORTS = {
     "EvalReport": "trainforge.evaluate._evaluate",
@@ -37,6 +38,8 @@ _EXPORTS = {
     "regression_metrics": "trainforge.evaluate._metrics",
     "roc_auc": "trainforge.evaluate._metrics",
     "score_report": "trainforge.evaluate._evaluate",
+    "StoredModel": "trainforge.evaluate._stored",
+    "load_stored_model": "trainforge.evaluate._stored",
 }
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "regression_metrics",
     "roc_auc",
     "score_report",
+    "StoredModel",
+    "load_stored_model",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,9 +1,9 @@
 """What a spec trains, as a hash: `spec_hash`, and a recorded spec read with today's schema.
 
 `spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
-change the result (how a run resumes, stops and reports: `RESULT_NEUTRAL`) and without
-credentials (never dumped). `resume: auto` continues an unfinished run with the same hash, and
-a resume may make only changes that keep it.
+change the result (how a run resumes, stops and reports, and the study that may search around
+it: `RESULT_NEUTRAL`) and without credentials (never dumped). `resume: auto` continues an
+unfinished run with the same hash, and a resume may make only changes that keep it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ RESULT_NEUTRAL = (
     "training.log_every_n_steps",
     "training.profiler",
     "tracking",
+    "tuning",
 )
 
 
