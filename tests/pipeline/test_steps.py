@@ -3,6 +3,7 @@ step records through `RunRecorder` only and never reaches the tracking store."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import replace
@@ -86,19 +87,24 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
     values |= _steps.features(spec.features, spec.data, task, values["raw"], values["splits"],
                               run)
     values |= _steps.train(spec, (), None, values["dataset"], run)
-    values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"], run)
+    values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"],
+                              values["splits"], run)
     values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)
     values |= _steps.register(spec.registry, registry, values["trained"], values["evaluation"],
                               values["gate"], run)
 
     assert recorder.data_version is not None and recorder.data_version.num_rows == 24_000
     assert set(recorder.artifacts) == {"validation/report.json", "features/pipeline.json",
-                                       "model/weights.safetensors", "model/model.json"}
+                                       "model/weights.safetensors", "model/model.json",
+                                       "evaluation/test.parquet"}
     assert json.loads(recorder.artifacts["validation/report.json"])["passed"] is True
     assert {"data", "validation", "features", "gates", "model_version"} <= set(recorder.tags)
     assert recorder.summary["test_roc_auc"] > 0.5 and recorder.summary["train_steps"] > 0
     assert {"train_loss", "val_loss"} <= {key for logged, _ in recorder.metrics for key in logged}
     assert any(Path(tmp_path / "artifacts" / "checkpoints").iterdir())
+    golden = pd.read_parquet(io.BytesIO(recorder.artifacts["evaluation/test.parquet"]))
+    test = values["splits"].test.reset_index(drop=True)
+    pd.testing.assert_frame_equal(golden, test)
 
     version = values["model_version"]
     assert (version.model_name, version.version, version.stage) == (

@@ -38,7 +38,7 @@ def build_training_dag(
         Step(
             "evaluate",
             partial(_steps.evaluate, spec.evaluation, task),
-            ("trained", "dataset", "run"),
+            ("trained", "dataset", "splits", "run"),
             ("evaluation",),
         ),
         Step("gate", partial(_steps.gate, spec.evaluation), ("trained", "evaluation", "run"),

@@ -7,6 +7,7 @@ write to their run through `RunRecorder` only.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import tempfile
@@ -36,6 +37,8 @@ from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, s
 from trainforge.validate import ValidationReport, load_contract, validate_frame
 
 log = logging.getLogger("trainforge")
+
+GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
 
 
 @dataclass(frozen=True)
@@ -152,10 +155,16 @@ def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],
 
 
 def evaluate(spec: EvaluationSpec, task: str, trained: TrainedModel, dataset: Dataset,
-             run: RunRecorder) -> dict[str, Any]:
+             splits: Splits, run: RunRecorder) -> dict[str, Any]:
+    """Score the test split and keep its raw records (`evaluation/test.parquet`, every column
+    as read): the golden set a promotion re-scores the production model on and a served
+    pipeline must reproduce the training features from."""
     features_, targets = dataset.test
     report = evaluate_model(trained.model, features_, targets, task, spec, "test")
     run.set_summary(report.prefixed())
+    buffer = io.BytesIO()
+    splits.test.reset_index(drop=True).to_parquet(buffer, index=False)
+    run.put_artifact(GOLDEN_SET_ARTIFACT, buffer.getvalue())
     return {"evaluation": report}
 
 
