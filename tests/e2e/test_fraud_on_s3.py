@@ -35,7 +35,7 @@ def test_artifacts_weights_and_checkpoints_go_to_s3(fraud_project, s3_bucket, mo
     checkpoints = {f"checkpoints/step-{step:010d}/{name}" for step in (steps // 2, steps)
                    for name in ("MANIFEST.json", "state.json", "tensors.safetensors")}
     assert keys == {"features/pipeline.json", "model/model.json", "model/weights.safetensors",
-                    "validation/report.json", *checkpoints}
+                    "validation/report.json", "evaluation/test.parquet", *checkpoints}
     weights = client.get_object(Bucket=s3_bucket,
                                 Key=f"team/artifacts/{run.run_id}/model/weights.safetensors")
     assert home_artifacts().get_bytes(run.run_id, "model/weights.safetensors") == (

@@ -1,5 +1,6 @@
 """The fraud example end to end on a small slice, and each bad input it must reject cleanly."""
 
+import io
 import json
 
 import pandas as pd
@@ -53,8 +54,8 @@ def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     run_id = result.run.run_id
     names = artifacts.list_names(run_id)
     assert [n for n in names if not n.startswith("checkpoints/")] == [
-        "features/pipeline.json", "model/model.json", "model/weights.safetensors",
-        "validation/report.json",
+        "evaluation/test.parquet", "features/pipeline.json", "model/model.json",
+        "model/weights.safetensors", "validation/report.json",
     ]
     steps = int(result.run.metrics["train_steps"])
     assert {n.split("/")[1] for n in names if n.startswith("checkpoints/")} == {
@@ -73,6 +74,8 @@ def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     frame = pd.concat(pd.read_parquet(p) for p in parts)
     test = frame.sort_values("ts", kind="stable").tail(result.evaluation.rows)
     scores = predict_scores(model, features.transform(test), "binary")
+    golden = pd.read_parquet(io.BytesIO(artifacts.get_bytes(run_id, "evaluation/test.parquet")))
+    pd.testing.assert_frame_equal(golden, test.reset_index(drop=True))
     assert roc_auc(test["is_fraud"].to_numpy(), scores) == pytest.approx(
         result.evaluation.metrics["roc_auc"], abs=1e-9)
 
