@@ -104,7 +104,8 @@ def plot_lineage(lineage: Lineage) -> bytes:
     for record in lineage.exploits:
         if record.exploited:
             tree.annotate("", xy=(record.step, record.recipient),
-                          xytext=(record.step, record.donor), arrowprops={"arrowstyle": "->", "color": "tab:blue"})
+                          xytext=(record.step, record.donor),
+                          arrowprops={"arrowstyle": "->", "color": "tab:blue"})
         else:
             tree.plot(record.step, record.recipient, marker="x", color="tab:red")
     tree.set_xlabel("step")

@@ -83,14 +83,17 @@ class Member:
 
     def restore(self, trainer: Trainer, expected_step: int) -> int:
         """Load the newest checkpoint that verifies, with this member's hyperparameters, into
-        `trainer`; drop the run's points after its step. Returns that step (0: none)."""
-        if self.checkpoints.latest() is None:
+        `trainer`; drop the run's points after its step. Returns that step (0: none is left,
+        training starts over; an error instead when an exploit's copy should be there)."""
+        try:
+            state, info = self.checkpoints.load()
+        except CheckpointError as exc:
+            if self.expected_weights is not None:
+                raise
             if expected_step:
-                log.warning("pbt member %d: no checkpoint left; it trains again from step 0",
-                            self.index)
+                log.warning("pbt member %d: trains again from step 0: %s", self.index, exc)
             self.run.truncate_metrics(-1)
             return 0
-        state, info = self.checkpoints.load()
         trainer.load_state_dict(with_values(state, self.values))
         if info.step != expected_step:
             log.warning("pbt member %d: resumes from step %d, its checkpoint of step %d is "
