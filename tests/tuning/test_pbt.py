@@ -222,7 +222,8 @@ def test_a_donor_without_a_valid_checkpoint_is_not_exploited(project: Path) -> N
 
 @pytest.mark.parametrize(("override", "field_path"), [
     (tuning(population=1), "tuning.pbt.population"),
-    (tuning(space="model.hidden: {type: choice, values: [[8], [16]]}"), "tuning.space.model.hidden"),
+    (tuning(space="model.hidden: {type: choice, values: [[8], [16]]}"),
+     "tuning.space.model.hidden"),
     (tuning(space="training.batch_size: {type: int, low: 64, high: 512}"),
      "tuning.space.training.batch_size"),
     (tuning(space="training.optimizer.momentum: {type: uniform, low: 0.1, high: 0.9}"),
@@ -248,3 +249,18 @@ def test_pbt_run_on_the_command_line_refuses_a_bad_spec(project: Path) -> None:
     assert shown.exit_code == 2
     assert "tuning.space.model.hidden: cannot change mid-training" in shown.output
 
+
+
+@pytest.mark.slow
+def test_pbt_run_on_the_command_line(project: Path) -> None:
+    shown = CliRunner().invoke(app, ["pbt", "run", str(project / "pipeline.yaml"), "--json",
+                                     "training.epochs=1", "training.batch_size=256",
+                                     tuning(population=2, interval=9, quantile=0.5)])
+    assert shown.exit_code == 0, shown.output
+    result = json.loads(shown.output[shown.output.index("{"):])
+    assert len(result["members"]) == 2
+    assert [(e["interval"], e["step"]) for e in result["exploits"]] == [(1, 9)]
+    store = open_store(Settings.from_env().database_url.get_secret_value())
+    study = store.get_run(result["study_run"])
+    assert study.status.value == "completed" and study.tags["pbt"]["best_run"] == \
+        result["members"][0]["run"]

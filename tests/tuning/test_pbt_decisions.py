@@ -57,3 +57,15 @@ def test_with_values_sets_every_group_and_the_schedule_base() -> None:
     assert [g["weight_decay"] for g in changed["optimizer"]["param_groups"]] == [0.5, 0.5]
     assert changed["scheduler"] == {"steps": 7, "base_lrs": [0.02, 0.02], "last_lr": 0.1}
     assert state["optimizer"]["param_groups"][0]["lr"] == 0.1  # the input is left as it was
+
+
+def test_the_pbt_names_are_exported() -> None:
+    import importlib
+
+    tuning = importlib.import_module("trainforge.tuning")
+    names = {"ExploitRecord", "IntervalScores", "Lineage", "PbtListener", "PbtMemberResult",
+             "PbtResult", "read_lineage", "run_pbt"}
+    assert names <= set(tuning.__all__)
+    for name in names:
+        module = importlib.import_module(tuning._EXPORTS[name])
+        assert getattr(tuning, name) is getattr(module, name)

@@ -11,12 +11,10 @@
 
 from __future__ import annotations
 
-import random
-
 from trainforge.config import PbtSpec, PipelineSpec, TuningSpec
 from trainforge.errors import SpecError
 from trainforge.evaluate import METRICS_BY_TASK
-from trainforge.tuning._pbt_space import MUTABLE_PATHS, immutable_paths, sample, spec_with
+from trainforge.tuning._pbt_space import MUTABLE_PATHS, immutable_paths, spec_with
 
 
 def objective_names(task: str) -> list[str]:
@@ -55,10 +53,9 @@ def check_pbt_spec(spec: PipelineSpec, source: str) -> tuple[TuningSpec, PbtSpec
 def _check_values(spec: PipelineSpec, tuning: TuningSpec, source: str) -> None:
     """Each path's range ends must be values the spec accepts there (e.g. momentum is for
     sgd only, dropout below 1)."""
-    rng = random.Random(tuning.seed)
     for path, param in tuning.space.items():
         ends = param.values if param.type == "choice" else [param.low, param.high]
-        for value in ends or [sample(param, rng)]:
+        for value in ends or ():
             try:
                 spec_with(spec, {path: value}, source)
             except SpecError as exc:
