@@ -226,6 +226,8 @@ def test_a_donor_without_a_valid_checkpoint_is_not_exploited(project: Path) -> N
      "tuning.space.model.hidden"),
     (tuning(space="training.batch_size: {type: int, low: 64, high: 512}"),
      "tuning.space.training.batch_size"),
+    (tuning(space="model.dropout: {type: uniform, low: 0.0, high: 0.5}"),
+     "tuning.space.model.dropout"),
     (tuning(space="training.optimizer.momentum: {type: uniform, low: 0.1, high: 0.9}"),
      "tuning.space.training.optimizer.momentum"),
     ("tuning={objective: {metric: val_loss, direction: minimize}, "

@@ -32,16 +32,16 @@ def test_the_bottom_quantile_draws_donors_from_the_top() -> None:
 
 def test_explore_perturbs_within_the_range_or_resamples() -> None:
     space = {LR: ParamSpec(type="loguniform", low=1e-4, high=1e-1),
-             "model.dropout": ParamSpec(type="choice", values=[0.0, 0.1, 0.2])}
+             "training.pos_weight": ParamSpec(type="choice", values=[1.0, 2.0, 4.0])}
     rng = random.Random(1)
-    perturbed = explore({LR: 0.01, "model.dropout": 0.1}, space,
+    perturbed = explore({LR: 0.01, "training.pos_weight": 2.0}, space,
                         PbtSpec(perturb_factors=(0.5, 2.0), resample_probability=0), rng)
     assert perturbed[LR] in (pytest.approx(0.005), pytest.approx(0.02))
-    assert perturbed["model.dropout"] in (0.0, 0.2)
+    assert perturbed["training.pos_weight"] in (1.0, 4.0)
     assert perturb(0.08, space[LR], 2.0, rng) == 0.1  # kept in the range
     drawn = [sample(space[LR], rng) for _ in range(200)]
     assert all(1e-4 <= v <= 1e-1 for v in drawn)
-    resampled = explore({LR: 0.01, "model.dropout": 0.1}, space,
+    resampled = explore({LR: 0.01, "training.pos_weight": 2.0}, space,
                         PbtSpec(resample_probability=1), random.Random(3))
     assert 1e-4 <= resampled[LR] <= 1e-1
 
@@ -52,7 +52,7 @@ def test_with_values_sets_every_group_and_the_schedule_base() -> None:
              "scheduler": {"steps": 7, "base_lrs": [0.1, 0.1], "last_lr": 0.1},
              "model": {}}
     changed = with_values(state, {LR: 0.02, "training.optimizer.weight_decay": 0.5,
-                                  "model.dropout": 0.3})
+                                  "training.pos_weight": 3.0})
     assert [g["lr"] for g in changed["optimizer"]["param_groups"]] == [0.02, 0.02]
     assert [g["weight_decay"] for g in changed["optimizer"]["param_groups"]] == [0.5, 0.5]
     assert changed["scheduler"] == {"steps": 7, "base_lrs": [0.02, 0.02], "last_lr": 0.1}

@@ -52,7 +52,7 @@ def check_pbt_spec(spec: PipelineSpec, source: str) -> tuple[TuningSpec, PbtSpec
 
 def _check_values(spec: PipelineSpec, tuning: TuningSpec, source: str) -> None:
     """Each path's range ends must be values the spec accepts there (e.g. momentum is for
-    sgd only, dropout below 1)."""
+    sgd only, pos_weight above 0)."""
     for path, param in tuning.space.items():
         ends = param.values if param.type == "choice" else [param.low, param.high]
         for value in ends or ():

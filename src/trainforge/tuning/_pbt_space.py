@@ -5,8 +5,9 @@ trainer state.
 A path can change mid-training when the trainer's state carries it as a value that can be
 rewritten (the optimizer's per-group settings, and the schedule's base learning rate), or when
 the trainer builds it afresh from the member's spec each interval without it shaping any saved
-tensor (clipping, the loss's positive weight, dropout). Paths that shape weights or the data
-order (`model.hidden`, `training.batch_size`, ...) cannot.
+tensor (clipping, the loss's positive weight). Paths that shape the model or the data order
+cannot: `model.hidden`, `training.batch_size`, and `model.dropout` too (the mlp has dropout
+layers only when it is above 0, so their positions shift the saved weights' names).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ OPTIMIZER_PATHS = {
     "training.optimizer.eps": "eps",
     "training.optimizer.momentum": "momentum",
 }
-REBUILT_PATHS = ("training.clip.max", "training.pos_weight", "model.dropout")
+REBUILT_PATHS = ("training.clip.max", "training.pos_weight")
 MUTABLE_PATHS = (*OPTIMIZER_PATHS, *REBUILT_PATHS)
 
 Values = dict[str, Any]
