@@ -119,6 +119,7 @@ def study(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Study:
     return Study(result, watcher, settings)
 
 
+@pytest.mark.slow  # the shared study takes 10-25 s on our machines
 def test_every_exploit_copies_the_donor_checkpoint_byte_for_byte(study: Study) -> None:
     exploits = [r for r in study.result.lineage.exploits if r.exploited]
     assert len(exploits) == 2  # one recipient (a quarter of 4) after each of 2 intervals
@@ -131,6 +132,7 @@ def test_every_exploit_copies_the_donor_checkpoint_byte_for_byte(study: Study) -
         assert loaded == copied.donor_weights
 
 
+@pytest.mark.slow  # the shared study takes 10-25 s on our machines
 def test_the_recipient_trains_with_the_explored_hyperparameters(study: Study) -> None:
     store = open_store(study.settings.database_url.get_secret_value())
     members = {m.index: m.run_id for m in study.result.members}
@@ -150,6 +152,7 @@ def test_the_recipient_trains_with_the_explored_hyperparameters(study: Study) ->
         assert following == pytest.approx([explored] * len(following))
 
 
+@pytest.mark.slow  # the shared study takes 10-25 s on our machines
 def test_members_are_runs_nested_under_the_study_with_the_lineage(study: Study) -> None:
     store = open_store(study.settings.database_url.get_secret_value())
     artifacts = open_artifact_store(study.settings.artifact_root)
@@ -168,6 +171,7 @@ def test_members_are_runs_nested_under_the_study_with_the_lineage(study: Study) 
     assert [m.score for m in result.members] == sorted(scores.values())
 
 
+@pytest.mark.slow  # the shared study takes 10-25 s on our machines
 def test_pbt_show_prints_the_lineage(study: Study, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAINFORGE_HOME", str(study.settings.home))
     shown = CliRunner().invoke(app, ["pbt", "show", study.result.study.run_id, "--json"])

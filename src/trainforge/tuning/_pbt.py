@@ -200,9 +200,13 @@ class _Study:
         stack.callback(manager.close)
         return Member(index, handle, manager, values, spec_with(spec, values, self.source))
 
+    def _total_steps(self, dataset: Dataset) -> int:
+        """Steps each member trains: `training.epochs` epochs of a member trainer's batches."""
+        probe = self.members[0].build_trainer(dataset)
+        return self.plan.spec.training.epochs * probe.steps_per_epoch
+
     def _train(self, dataset: Dataset) -> None:
-        total = self.plan.spec.training.epochs * self.members[0].build_trainer(
-            dataset).steps_per_epoch
+        total = self._total_steps(dataset)
         interval = self.pbt.interval_steps
         previous = 0
         for number, step in enumerate(range(interval, total + interval, interval), start=1):
