@@ -69,3 +69,17 @@ def test_the_pbt_names_are_exported() -> None:
     for name in names:
         module = importlib.import_module(tuning._EXPORTS[name])
         assert getattr(tuning, name) is getattr(module, name)
+
+
+def test_the_lineage_is_strict_json_and_reads_back() -> None:
+    from trainforge.tuning import ExploitRecord, IntervalScores, Lineage
+
+    lineage = Lineage("val_loss", "minimize", 2,
+                      [IntervalScores(1, 10, {0: 0.3, 1: math.nan}, {0: {LR: 0.1}, 1: {LR: 1.0}})],
+                      [ExploitRecord(1, 10, 1, 0, exploited=True, donor_checkpoint_step=10,
+                                     weights_sha256="ab", before={LR: 1.0}, after={LR: 0.05})])
+    data = lineage.to_json()
+    assert b"NaN" not in data and b'"1": null' in data
+    back = Lineage.from_json(data)
+    assert math.isnan(back.intervals[0].scores[1])
+    assert back.exploits == lineage.exploits and back.exploits[0].changes() == {LR: (1.0, 0.05)}

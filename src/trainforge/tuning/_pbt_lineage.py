@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -66,14 +67,20 @@ class Lineage:
     exploits: list[ExploitRecord] = field(default_factory=list)
 
     def to_json(self) -> bytes:
-        return json.dumps(asdict(self), indent=2, sort_keys=True).encode()
+        """Strict JSON: a score that is not a number (a diverged member) is null."""
+        data = asdict(self)
+        for item in data["intervals"]:
+            item["scores"] = {k: v if math.isfinite(v) else None
+                              for k, v in item["scores"].items()}
+        return json.dumps(data, indent=2, sort_keys=True, allow_nan=False).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Lineage:
         raw = json.loads(data)
         intervals = [IntervalScores(
             interval=item["interval"], step=item["step"],
-            scores={int(k): float(v) for k, v in item["scores"].items()},
+            scores={int(k): math.nan if v is None else float(v)
+                    for k, v in item["scores"].items()},
             values={int(k): dict(v) for k, v in item["values"].items()},
         ) for item in raw["intervals"]]
         exploits = [ExploitRecord(**item) for item in raw["exploits"]]
