@@ -270,3 +270,38 @@ def test_pbt_run_on_the_command_line(project: Path) -> None:
     study = store.get_run(result["study_run"])
     assert study.status.value == "completed" and study.tags["pbt"]["best_run"] == \
         result["members"][0]["run"]
+
+
+@dataclass
+class SaveBlocker(Watcher):
+    """Before the second interval, a file where each member's step-12 checkpoint folder would
+    go, so every save at step 12 fails for real; notes the step each load starts from."""
+
+    loads: list[tuple[int, int]] = field(default_factory=list)
+
+    def on_member_loaded(self, member: Member, step: int, trainer: Trainer) -> None:
+        super().on_member_loaded(member, step, trainer)
+        self.loads.append((member.index, step))
+        if step == 6:
+            (Path(member.checkpoints.location) / "step-0000000012").write_text("in the way")
+
+
+@pytest.mark.slow
+def test_a_donor_whose_save_failed_is_not_exploited(project: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    blocker = SaveBlocker()
+    result = run_pbt(project / "pipeline.yaml",
+                     ["training.epochs=1", "training.batch_size=256",
+                      tuning(population=4, interval=6, quantile=0.5)], listener=blocker)
+    second = [r for r in result.lineage.exploits if r.interval == 2]
+    assert len(second) == 2
+    for record in second:
+        assert not record.exploited and record.after == record.before
+        assert record.reason is not None
+        assert "no valid checkpoint of step 12 (its newest is of step 6; saving it failed" \
+            in record.reason
+    # the third interval: every member went on from its own checkpoint of step 6
+    assert [i.step for i in result.lineage.intervals] == [6, 12, 17]
+    assert blocker.loads[-4:] == [(m, 6) for m in range(4)]
+    assert sum("saving the checkpoint of step 12 failed" in r.message
+               for r in caplog.records) == 4

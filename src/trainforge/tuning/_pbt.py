@@ -10,7 +10,8 @@
                 that step is pinned against retention, verified, copied byte for byte as the
                 recipient's newest, read back and checked to hold the donor's weights; the
                 recipient takes the donor's hyperparameters, explored. A donor without a valid
-                checkpoint of that step is not copied: the recipient keeps its own weights
+                checkpoint of that step (its save failed, or the checkpoint is gone or
+                corrupt) is not copied: the recipient keeps its own weights
     lineage     `pbt/lineage.json` and `pbt/lineage.png` on the study run; a `pbt` tag on
                 each member run listing the exploits it received
 
@@ -139,6 +140,7 @@ class _Study:
     members: list[Member] = field(default_factory=list)
     intervals: list[IntervalScores] = field(default_factory=list)
     exploits: list[ExploitRecord] = field(default_factory=list)
+    save_failures: dict[tuple[int, int], str] = field(default_factory=dict)  # (member, step)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.tuning.seed)
@@ -233,7 +235,9 @@ class _Study:
         metrics = score(trainer, dataset)
         objective = self.tuning.objective.metric
         member.run.log_metrics({f"pbt_{objective}": metrics[objective]}, step)
-        member.save(trainer, metrics)
+        failure = member.save(trainer, metrics)
+        if failure is not None:
+            self.save_failures[(member.index, step)] = failure
         return metrics[objective]
 
     def _exploit_all(self, interval: int, step: int, scores: Mapping[int, float]) -> None:
@@ -252,8 +256,11 @@ class _Study:
         info = donor.checkpoints.latest()
         if info is None or info.step != step:
             newest = f"its newest is of step {info.step}" if info else "it has none"
+            failure = self.save_failures.get((donor.index, step))
+            why = f"; saving it failed: {failure}" if failure else ""
             return replace(refused, reason=f"donor member {donor.index} has no valid checkpoint "
-                           f"of step {step} ({newest}); the recipient keeps its own weights")
+                           f"of step {step} ({newest}{why}); the recipient keeps its own "
+                           "weights")
         with donor.checkpoints.pinned(info.step):
             try:
                 expected, copied = _copy_verified(donor.checkpoints, info, recipient.checkpoints)

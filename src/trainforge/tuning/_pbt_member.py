@@ -4,7 +4,7 @@ A member holds no trainer between intervals (memory stays that of one trainer, w
 population): each interval builds a Trainer from the member's spec, loads the member's newest
 checkpoint with the member's hyperparameters put into it, trains to the interval's end, scores
 the validation split, and saves a checkpoint of that step (blocking, so it is committed before
-any other member may copy it).
+any other member may copy it). A member whose save fails goes on from its previous checkpoint.
 
 After an exploit the member's newest checkpoint is the donor's copy and `expected_weights`
 the hash of the donor's weights: the next load checks the trainer holds exactly those.
@@ -102,11 +102,19 @@ class Member:
         self._check_weights(trainer.module)
         return info.step
 
-    def save(self, trainer: Trainer, scores: Mapping[str, float]) -> None:
-        """Commit the checkpoint of the trainer's step, ranked by `scores`."""
+    def save(self, trainer: Trainer, scores: Mapping[str, float]) -> str | None:
+        """Commit the checkpoint of the trainer's step, ranked by `scores`; None, or why it
+        failed. A failed save costs the member its interval (it resumes from its previous
+        checkpoint) and keeps it from donating, rather than failing the whole population."""
         state = trainer.state
-        self.checkpoints.save(state.global_step, trainer.state_dict(), epoch=state.epoch,
-                              metrics=scores, blocking=True)
+        try:
+            self.checkpoints.save(state.global_step, trainer.state_dict(), epoch=state.epoch,
+                                  metrics=scores, blocking=True)
+        except CheckpointError as exc:
+            log.warning("pbt member %d: saving the checkpoint of step %d failed: %s",
+                        self.index, state.global_step, exc)
+            return str(exc)
+        return None
 
     def _check_weights(self, module: nn.Module) -> None:
         if self.expected_weights is None:
