@@ -25,8 +25,14 @@ from trainforge.storage import all_items, open_store
 from trainforge.storage.artifacts import open_artifact_store
 from trainforge.train import Trainer
 from trainforge.train.checkpoint import CheckpointWarning
-from trainforge.tuning import ExploitRecord, PbtListener, PbtResult, read_lineage, run_pbt
-from trainforge.tuning._pbt_member import Member
+from trainforge.tuning import (
+    ExploitRecord,
+    PbtListener,
+    PbtMember,
+    PbtResult,
+    read_lineage,
+    run_pbt,
+)
 
 LR = "training.optimizer.lr"
 
@@ -95,7 +101,7 @@ class Watcher(PbtListener):
         self.copies.append(Copied(record, same, checkpoint_model_hash(donor),
                                   checkpoint_model_hash(recipient)))
 
-    def on_member_loaded(self, member: Member, step: int, trainer: Trainer) -> None:
+    def on_member_loaded(self, member: PbtMember, step: int, trainer: Trainer) -> None:
         weights = model_hash(trainer.module.state_dict())
         self.loaded[(member.index, step)] = (weights, trainer.optimizer.param_groups[0]["lr"])
 
@@ -190,7 +196,7 @@ class Breaker(Watcher):
     own: dict[int, str] = field(default_factory=dict)
 
     def on_interval_end(self, interval: int, step: int, scores: Mapping[int, float],
-                        members: Sequence[Member]) -> None:
+                        members: Sequence[PbtMember]) -> None:
         if interval != 1:
             return
         best, second, *rest = sorted(scores, key=lambda m: scores[m])
@@ -279,7 +285,7 @@ class SaveBlocker(Watcher):
 
     loads: list[tuple[int, int]] = field(default_factory=list)
 
-    def on_member_loaded(self, member: Member, step: int, trainer: Trainer) -> None:
+    def on_member_loaded(self, member: PbtMember, step: int, trainer: Trainer) -> None:
         super().on_member_loaded(member, step, trainer)
         self.loads.append((member.index, step))
         if step == 6:

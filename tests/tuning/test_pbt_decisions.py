@@ -63,8 +63,8 @@ def test_the_pbt_names_are_exported() -> None:
     import importlib
 
     tuning = importlib.import_module("trainforge.tuning")
-    names = {"ExploitRecord", "IntervalScores", "Lineage", "PbtListener", "PbtMemberResult",
-             "PbtResult", "read_lineage", "run_pbt"}
+    names = {"ExploitRecord", "IntervalScores", "Lineage", "PbtListener", "PbtMember",
+             "PbtMemberResult", "PbtResult", "read_lineage", "run_pbt"}
     assert names <= set(tuning.__all__)
     for name in names:
         module = importlib.import_module(tuning._EXPORTS[name])

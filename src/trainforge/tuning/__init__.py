@@ -18,12 +18,14 @@ if TYPE_CHECKING:
         run_pbt,
     )
     from trainforge.tuning._pbt_lineage import ExploitRecord, IntervalScores, Lineage
+    from trainforge.tuning._pbt_member import PbtMember
 
 _EXPORTS = {
     "ExploitRecord": "trainforge.tuning._pbt_lineage",
     "IntervalScores": "trainforge.tuning._pbt_lineage",
     "Lineage": "trainforge.tuning._pbt_lineage",
     "PbtListener": "trainforge.tuning._pbt",
+    "PbtMember": "trainforge.tuning._pbt_member",
     "PbtMemberResult": "trainforge.tuning._pbt",
     "PbtResult": "trainforge.tuning._pbt",
     "read_lineage": "trainforge.tuning._pbt",
@@ -35,6 +37,7 @@ __all__ = [
     "IntervalScores",
     "Lineage",
     "PbtListener",
+    "PbtMember",
     "PbtMemberResult",
     "PbtResult",
     "read_lineage",

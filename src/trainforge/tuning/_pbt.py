@@ -55,7 +55,7 @@ from trainforge.tuning._pbt_lineage import (
     Lineage,
     plot_lineage,
 )
-from trainforge.tuning._pbt_member import Member, StopAt, score, weights_sha256
+from trainforge.tuning._pbt_member import PbtMember, StopAt, score, weights_sha256
 from trainforge.tuning._pbt_select import plan_exploits, rank
 from trainforge.tuning._pbt_space import Values, explore, initial_values, spec_with
 
@@ -90,11 +90,11 @@ class PbtListener:
     """Hooks into a running study (progress, tests); every method does nothing by default.
     They run on the study's thread, at the moments their names say."""
 
-    def on_member_loaded(self, member: Member, step: int, trainer: Trainer) -> None:
+    def on_member_loaded(self, member: PbtMember, step: int, trainer: Trainer) -> None:
         """`member`'s trainer holds its checkpoint of `step` (0: fresh) before an interval."""
 
     def on_interval_end(self, interval: int, step: int, scores: Mapping[int, float],
-                        members: Sequence[Member]) -> None:
+                        members: Sequence[PbtMember]) -> None:
         """Every member trained to `step`, was scored and saved; no exploit has happened."""
 
     def on_exploit(self, record: ExploitRecord) -> None:
@@ -137,7 +137,7 @@ class _Study:
     pbt: PbtSpec
     services: PipelineServices
     listener: PbtListener
-    members: list[Member] = field(default_factory=list)
+    members: list[PbtMember] = field(default_factory=list)
     intervals: list[IntervalScores] = field(default_factory=list)
     exploits: list[ExploitRecord] = field(default_factory=list)
     save_failures: dict[tuple[int, int], str] = field(default_factory=dict)  # (member, step)
@@ -177,7 +177,7 @@ class _Study:
         dataset: Dataset = run_dag(data, {"run": study})["dataset"]
         return dataset
 
-    def _open_member(self, study: RunHandle, index: int, stack: ExitStack) -> Member:
+    def _open_member(self, study: RunHandle, index: int, stack: ExitStack) -> PbtMember:
         """A member's run (ended by `stack`: failed if the study fails) and checkpoints."""
         values = initial_values(self.tuning.space, self.rng)
         spec, services = self.plan.spec, self.services
@@ -200,7 +200,7 @@ class _Study:
             on_deleted=lambda info: handle.mark_checkpoint_deleted(info.step),
         )
         stack.callback(manager.close)
-        return Member(index, handle, manager, values, spec_with(spec, values, self.source))
+        return PbtMember(index, handle, manager, values, spec_with(spec, values, self.source))
 
     def _total_steps(self, dataset: Dataset) -> int:
         """Steps each member trains: `training.epochs` epochs of a member trainer's batches."""
@@ -222,7 +222,7 @@ class _Study:
                 self._exploit_all(number, step, scores)
             previous = step
 
-    def _train_member(self, member: Member, dataset: Dataset, start: int, step: int,
+    def _train_member(self, member: PbtMember, dataset: Dataset, start: int, step: int,
                       total: int) -> float:
         """One interval of one member; its objective at the end."""
         stop = StopAt(step)
@@ -249,7 +249,7 @@ class _Study:
             self._tag(self.members[recipient])
             self.listener.on_exploit(record)
 
-    def _exploit(self, recipient: Member, donor: Member, interval: int,
+    def _exploit(self, recipient: PbtMember, donor: PbtMember, interval: int,
                  step: int) -> ExploitRecord:
         refused = ExploitRecord(interval, step, recipient.index, donor.index, exploited=False,
                                 before=dict(recipient.values), after=dict(recipient.values))
@@ -276,7 +276,7 @@ class _Study:
                        donor_checkpoint_step=info.step, recipient_checkpoint=copied.uri,
                        weights_sha256=expected, after=dict(values))
 
-    def _tag(self, member: Member) -> None:
+    def _tag(self, member: PbtMember) -> None:
         lineage = self._lineage()
         member.run.set_tags({"pbt": {"member": member.index, "exploits": [
             {"interval": r.interval, "step": r.step, "exploited": r.exploited,

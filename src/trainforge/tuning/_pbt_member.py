@@ -59,7 +59,7 @@ class StopAt(Callback):
 
 
 @dataclass
-class Member:
+class PbtMember:
     """A member of the population: index, run, checkpoints, hyperparameters and the spec
     they make (the study's spec with `values` set)."""
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 def rank(scores: Mapping[int, float],
          direction: Literal["minimize", "maximize"]) -> list[int]:
-    """Member indices best first; a score that is not a number ranks last; ties go to the
+    """PbtMember indices best first; a score that is not a number ranks last; ties go to the
     lower index."""
     sign = 1.0 if direction == "minimize" else -1.0
 
