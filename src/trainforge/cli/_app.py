@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 import trainforge
-from trainforge.cli import _checkpoints, _context, _render, _runs
+from trainforge.cli import _checkpoints, _context, _pbt, _render, _runs
 from trainforge.cli._views import (
     model_row,
     pipeline_summary,
@@ -51,7 +51,10 @@ models_app = typer.Typer(no_args_is_help=True, help="Read registered model versi
 checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the checkpoints of runs.")
 app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
+pbt_app = typer.Typer(no_args_is_help=True,
+                      help="Population-based training: run a study, show its lineage.")
 app.add_typer(checkpoints_app, name="checkpoints")
+app.add_typer(pbt_app, name="pbt")
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(
@@ -198,6 +201,8 @@ runs_app.command("gc")(_runs.runs_gc)
 runs_app.command("replay")(_runs.runs_replay)
 checkpoints_app.command("list")(_checkpoints.checkpoints_list)
 checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
+pbt_app.command("run")(_pbt.pbt_run)
+pbt_app.command("show")(_pbt.pbt_show)
 
 
 @runs_app.command("show")

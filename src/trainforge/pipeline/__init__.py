@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from trainforge.pipeline._distributed import Launch, launch_pipeline
     from trainforge.pipeline._identity import spec_hash
     from trainforge.pipeline._plan import PipelinePlan, load_checked_spec, plan_pipeline
+    from trainforge.pipeline._resume import checkpoint_location, checkpoint_record
     from trainforge.pipeline._run import PipelineResult, PipelineServices, run_pipeline
 
 _EXPORTS = {
@@ -34,7 +35,9 @@ _EXPORTS = {
     "PipelineServices": "trainforge.pipeline._run",
     "build_training_dag": "trainforge.pipeline._dag",
     "check_spec": "trainforge.pipeline._checks",
+    "checkpoint_location": "trainforge.pipeline._resume",
     "checkpoint_policy": "trainforge.pipeline._checkpoints",
+    "checkpoint_record": "trainforge.pipeline._resume",
     "gate_metric_names": "trainforge.pipeline._checks",
     "gc_run_checkpoints": "trainforge.pipeline._checkpoints",
     "launch_pipeline": "trainforge.pipeline._distributed",
@@ -54,7 +57,9 @@ __all__ = [
     "PipelineServices",
     "build_training_dag",
     "check_spec",
+    "checkpoint_location",
     "checkpoint_policy",
+    "checkpoint_record",
     "gate_metric_names",
     "gc_run_checkpoints",
     "launch_pipeline",

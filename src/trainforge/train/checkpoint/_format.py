@@ -188,6 +188,32 @@ def load_checkpoint(storage: Storage, name: str) -> tuple[Any, CheckpointInfo]:
     return state, _info(storage, name, manifest)
 
 
+def copy_checkpoint(source: Storage, name: str, target: Storage) -> CheckpointInfo:
+    """Copy checkpoint folder `name` from `source` to `target` byte for byte; return the copy.
+
+    Each file is checked against the source manifest (size and checksum) before anything is
+    written; the target's files are written first and the same manifest last, as a save writes
+    them (a checkpoint of that step already there is replaced, its manifest deleted first); the
+    copy is read back and checked against the manifest before this returns. `CheckpointError`
+    names the file that is missing, truncated or corrupted, on either side. The files are held
+    in memory once each.
+    """
+    manifest = _read_manifest(source, name)
+    manifest_bytes = source.read(f"{name}/{MANIFEST}")
+    contents = {}
+    for file_name in manifest.files:
+        contents[file_name] = source.read(f"{name}/{file_name}")
+        _checker(source, name, file_name, manifest)(contents[file_name])
+    target.delete(f"{name}/{MANIFEST}")
+    for file_name, data in contents.items():
+        target.write(f"{name}/{file_name}", [data])
+    target.write(f"{name}/{MANIFEST}", [manifest_bytes])
+    copied = _read_manifest(target, name)
+    for file_name in copied.files:
+        _checker(target, name, file_name, copied)(target.read(f"{name}/{file_name}"))
+    return _info(target, name, copied)
+
+
 def _info(storage: Storage, name: str, manifest: _Manifest) -> CheckpointInfo:
     return CheckpointInfo(
         step=manifest.step,

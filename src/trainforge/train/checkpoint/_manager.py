@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from trainforge.train.checkpoint._format import (
     MANIFEST,
     CheckpointInfo,
     Scan,
+    copy_checkpoint,
     load_checkpoint,
     scan,
     step_of,
@@ -66,6 +70,9 @@ class CheckpointManager:
     and `uri`. If the process dies in between, storage is right and a record may lag: reconcile
     with `list()`.
 
+    Pins: inside `with manager.pinned(step):` retention (this manager's saves and `gc`) keeps
+    the checkpoint of `step`, whatever the policy says; a pin holds in this process only.
+
     One writer per location. The manager keeps its CPU copy of the state between asynchronous
     saves (reused by the next one); the states `load` returns belong to the caller.
 
@@ -102,6 +109,8 @@ class CheckpointManager:
         self._arena = SnapshotArena()
         self._last_step: int | None = None
         self._last_elapsed = 0.0
+        self._pins: Counter[int] = Counter()
+        self._pins_lock = threading.Lock()
 
     @property
     def location(self) -> str:
@@ -207,6 +216,34 @@ class CheckpointManager:
             return state, loaded
         raise CheckpointError(f"no valid checkpoint under {self.location}")
 
+    def copy_from(self, source: CheckpointManager, info: CheckpointInfo) -> CheckpointInfo:
+        """Copy `source`'s checkpoint `info` here, byte for byte, as this location's checkpoint
+        of that step; return the copy (after `on_saved`).
+
+        The source files are verified against their manifest before anything is written and the
+        copy is verified after (`CheckpointError` names the file). Retention is not applied:
+        the copy is the newest checkpoint here until the next save.
+        """
+        self.wait()
+        source.wait()
+        copied = copy_checkpoint(source._storage, info.name, self._storage)
+        self._last_step = copied.step
+        self._deliver(_Outcome(saved=copied))
+        return copied
+
+    @contextmanager
+    def pinned(self, step: int) -> Iterator[None]:
+        """Keep the checkpoint of `step` from retention inside the block (pins nest)."""
+        with self._pins_lock:
+            self._pins[step] += 1
+        try:
+            yield
+        finally:
+            with self._pins_lock:
+                self._pins[step] -= 1
+                if self._pins[step] <= 0:
+                    del self._pins[step]
+
     def gc(
         self, keep_last: int | None = None, keep_best: int | None = None
     ) -> builtins.list[CheckpointInfo]:  # `list` is the method above, in this class's scope
@@ -270,6 +307,7 @@ class CheckpointManager:
                 keep_best=keep_best,
                 monitor=self.policy.monitor,
                 mode=self.policy.mode,
+                pinned=self._pinned_steps(),
             )
             for info in victims:
                 self._storage.delete(f"{info.name}/{MANIFEST}")
@@ -284,6 +322,10 @@ class CheckpointManager:
         except Exception as exc:
             outcome.error = CheckpointError(f"deleting checkpoints under {self.location}: {exc}")
             outcome.error.__cause__ = exc
+
+    def _pinned_steps(self) -> frozenset[int]:
+        with self._pins_lock:
+            return frozenset(self._pins)
 
     def _scan(self) -> Scan:
         found = scan(self._storage)

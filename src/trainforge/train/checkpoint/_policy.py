@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from trainforge.config import CheckpointSpec
@@ -44,13 +44,14 @@ def select_deletions(
     keep_best: int,
     monitor: str | None,
     mode: Literal["min", "max"],
+    pinned: Collection[int] = (),
 ) -> list[CheckpointInfo]:
     """The checkpoints retention deletes, oldest first.
 
     Kept: the `keep_last` newest by step (None keeps everything) and, besides those, the
     `keep_best` best by metric `monitor` (lowest for "min", highest for "max"; ties go to the
     newer). Checkpoints without a value for `monitor` never count as best. So the best are never
-    deleted by the last-K rule.
+    deleted by the last-K rule. The steps in `pinned` are kept whatever the rules say.
     """
     if keep_best and not monitor:
         raise CheckpointError("keep_best needs a monitor metric to rank checkpoints by")
@@ -62,4 +63,5 @@ def select_deletions(
     scores = {c.step: sign * value for c in by_step
               if monitor and (value := c.metrics.get(monitor)) is not None}
     keep |= set(sorted(scores, key=lambda step: (scores[step], -step))[:keep_best])
+    keep |= set(pinned)
     return [c for c in by_step if c.step not in keep]
