@@ -41,6 +41,7 @@ def test_the_evaluation_keys_load(project: Path) -> None:
     assert (spec.threshold, spec.threshold_by, spec.threshold_target) == ("auto", "recall", 0.9)
     assert (spec.slices, spec.cross_validation, spec.plots) == (["region", "amount"], 3, False)
     assert spec.fixed_threshold == 0.5
+    assert load_checked_spec(project, ["evaluation.threshold=auto"]).evaluation.choose_by == "f1"
 
 
 def test_an_unknown_slice_column_names_the_field_and_the_column(project: Path) -> None:
@@ -78,6 +79,9 @@ def test_threshold_auto_applies_to_a_binary_task_only(project: Path) -> None:
      "evaluation: threshold_by recall needs threshold_target (the recall to reach, e.g. 0.9)"),
     (["evaluation.threshold_target=0.9"],
      "evaluation: threshold_target applies to threshold: auto only; threshold is 0.5"),
+    (["evaluation.threshold_by=recall", "evaluation.threshold_target=0.9"],
+     "evaluation: threshold_by and threshold_target apply to threshold: auto only; threshold "
+     "is 0.5"),
     (["evaluation.threshold=auto", "evaluation.threshold_target=0.9"],
      "evaluation: threshold_target applies to threshold_by precision or recall; threshold_by "
      "is f1"),

@@ -381,8 +381,9 @@ class EvaluationSpec(_Section):
         0.5, description="binary task: the decision threshold (a score >= it is positive), or "
         "auto: chosen on the validation split by threshold_by"
     )
-    threshold_by: Literal["f1", "precision", "recall"] = Field(
-        "f1", description="threshold auto: the highest F1, or the target precision / recall"
+    threshold_by: Literal["f1", "precision", "recall"] | None = Field(
+        None, description="threshold auto: f1 (the default: the highest F1), or reach "
+        "threshold_target precision / recall"
     )
     threshold_target: float | None = Field(
         None, gt=0, lt=1, description="threshold_by precision or recall: the value to reach"
@@ -416,22 +417,28 @@ class EvaluationSpec(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> EvaluationSpec:
+        named = [name for name in ("threshold_by", "threshold_target")
+                 if getattr(self, name) is not None]
         if self.threshold != "auto":
-            named = sorted({"threshold_by", "threshold_target"} & self.model_fields_set)
             if named:
                 verb = "apply" if len(named) > 1 else "applies"
                 raise ValueError(f"{' and '.join(named)} {verb} to threshold: auto only; "
                                  f"threshold is {self.threshold:g}")
-        elif self.threshold_by == "f1" and self.threshold_target is not None:
+        elif self.choose_by == "f1" and self.threshold_target is not None:
             raise ValueError("threshold_target applies to threshold_by precision or recall; "
                              "threshold_by is f1")
-        elif self.threshold_by != "f1" and self.threshold_target is None:
-            raise ValueError(f"threshold_by {self.threshold_by} needs threshold_target (the "
-                             f"{self.threshold_by} to reach, e.g. 0.9)")
+        elif self.choose_by != "f1" and self.threshold_target is None:
+            raise ValueError(f"threshold_by {self.choose_by} needs threshold_target (the "
+                             f"{self.choose_by} to reach, e.g. 0.9)")
         duplicated = sorted({c for c in self.slices if self.slices.count(c) > 1})
         if duplicated:
             raise ValueError(f"slices names {duplicated[0]!r} twice")
         return self
+
+    @property
+    def choose_by(self) -> str:
+        """How `threshold: auto` chooses: `threshold_by`, f1 when not set."""
+        return self.threshold_by or "f1"
 
     @property
     def fixed_threshold(self) -> float:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from trainforge.evaluate._names import METRICS_BY_TASK
     from trainforge.evaluate._plots import render_plots
     from trainforge.evaluate._slices import SliceReport, slice_metrics
-    from trainforge.evaluate._threshold import ThresholdChoice, choose_threshold
     from trainforge.evaluate._stored import StoredModel, load_stored_model
+    from trainforge.evaluate._threshold import ThresholdChoice, choose_threshold
 
 _EXPORTS = {
     "EvalReport": "trainforge.evaluate._evaluate",

@@ -131,7 +131,7 @@ def pick_threshold(
     if val_scores is None or val_targets is None:
         raise DataError("evaluation.threshold: auto chooses on validation rows; none were given "
                         "(evaluate_model(..., validation=(features, targets)))")
-    return choose_threshold(val_targets, val_scores, spec.threshold_by, spec.threshold_target)
+    return choose_threshold(val_targets, val_scores, spec.choose_by, spec.threshold_target)
 
 
 def score_report(

@@ -60,22 +60,21 @@ def binary_metrics(
 
 
 def multiclass_metrics(y_true: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
-    """Accuracy; macro precision, recall and F1; macro one-vs-rest ROC-AUC and PR-AUC; log
-    loss and top-class calibration error."""
+    """Accuracy; macro precision, recall and F1; macro one-vs-rest ROC-AUC and PR-AUC (macro
+    is torchmetrics' default average); log loss and top-class calibration error."""
     target, preds = _labels(y_true), _floats(probabilities)
     classes = preds.shape[1]
     every_class = bool(torch.bincount(target, minlength=classes).all())
     nan = math.nan
     predicted = preds.argmax(dim=1)
-    macro = {"num_classes": classes, "average": "macro"}
     picked = preds.clamp(_EPS, 1.0)
     return {
         "accuracy": _value(tmc.multiclass_accuracy(predicted, target, classes, average="micro")),
-        "macro_precision": _value(tmc.multiclass_precision(predicted, target, **macro)),
-        "macro_recall": _value(tmc.multiclass_recall(predicted, target, **macro)),
-        "macro_f1": _value(tmc.multiclass_f1_score(predicted, target, **macro)),
-        "roc_auc": _value(tmc.multiclass_auroc(preds, target, **macro)) if every_class else nan,
-        "pr_auc": (_value(tmc.multiclass_average_precision(preds, target, **macro))
+        "macro_precision": _value(tmc.multiclass_precision(predicted, target, classes)),
+        "macro_recall": _value(tmc.multiclass_recall(predicted, target, classes)),
+        "macro_f1": _value(tmc.multiclass_f1_score(predicted, target, classes)),
+        "roc_auc": _value(tmc.multiclass_auroc(preds, target, classes)) if every_class else nan,
+        "pr_auc": (_value(tmc.multiclass_average_precision(preds, target, classes))
                    if every_class else nan),
         "log_loss": _value(functional.nll_loss(picked.log(), target)),
         "calibration_error": _value(tmc.multiclass_calibration_error(
