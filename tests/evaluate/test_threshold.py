@@ -1,10 +1,12 @@
+import json
+
 import numpy as np
 import pytest
 from sklearn import metrics as skm
 
 from trainforge.config import EvaluationSpec
 from trainforge.errors import DataError
-from trainforge.evaluate import choose_threshold, pick_threshold, score_report
+from trainforge.evaluate import EvalReport, choose_threshold, pick_threshold, score_report
 
 
 @pytest.fixture
@@ -75,8 +77,10 @@ def test_test_metrics_use_the_chosen_threshold(validation):
     assert report.threshold == choice
     assert report.metrics["recall"] == pytest.approx(
         skm.recall_score(y, scores >= choice.value), rel=1e-6)
-    assert report.to_dict()["threshold"] == choice.value
-    assert report.to_dict()["threshold_by"] == "recall"
+    data = json.loads(json.dumps(report.to_dict()))
+    assert (data["threshold"], data["threshold_by"], data["threshold_target"]) == (
+        choice.value, "recall", 0.95)
+    assert EvalReport.from_dict(data) == report
 
 
 def test_a_fixed_threshold_is_recorded_as_fixed(validation):
