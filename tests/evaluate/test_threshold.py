@@ -2,11 +2,19 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from sklearn import metrics as skm
 
 from trainforge.config import EvaluationSpec
 from trainforge.errors import DataError
-from trainforge.evaluate import EvalReport, choose_threshold, pick_threshold, score_report
+from trainforge.evaluate import (
+    EvalReport,
+    choose_threshold,
+    evaluate_model,
+    pick_threshold,
+    predict_scores,
+    score_report,
+)
 
 
 @pytest.fixture
@@ -92,3 +100,18 @@ def test_a_fixed_threshold_is_recorded_as_fixed(validation):
         skm.accuracy_score(y, scores >= 0.3), rel=1e-6)
     with_auto = score_report(scores, y, "binary", EvaluationSpec(threshold="auto"), "val")
     assert with_auto.threshold.value == 0.5  # what the trainer's epochs use with auto
+
+
+def test_evaluate_model_chooses_on_the_validation_rows_it_is_given():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1)
+    rng = np.random.default_rng(6)
+    x_val, x_test = (rng.normal(size=(200, 2)).astype(np.float32) for _ in range(2))
+    y_val, y_test = ((x[:, 0] + 0.5 * rng.normal(size=200) > 0).astype(np.float32)
+                     for x in (x_val, x_test))
+    spec = EvaluationSpec(threshold="auto")
+    report = evaluate_model(model, x_test, y_test, "binary", spec, validation=(x_val, y_val))
+    expected = choose_threshold(y_val, predict_scores(model, x_val, "binary"), "f1")
+    assert report.threshold == expected
+    with pytest.raises(DataError, match="evaluation.threshold: auto chooses on validation rows"):
+        evaluate_model(model, x_test, y_test, "binary", spec)

@@ -114,9 +114,10 @@ def evaluate_model(
     (the raw rows of `features`, needed when `spec.slices` names columns)."""
     threshold = None
     if task == "binary":
-        val_scores = None if validation is None else predict_scores(model, validation[0], task)
-        threshold = pick_threshold(spec, val_scores, None if validation is None else
-                                   validation[1])
+        val_scores = val_targets = None
+        if spec.threshold == "auto" and validation is not None:
+            val_scores, val_targets = predict_scores(model, validation[0], task), validation[1]
+        threshold = pick_threshold(spec, val_scores, val_targets)
     scores = predict_scores(model, features, task)
     return score_report(scores, targets, task, spec, split, threshold=threshold, frame=frame)
 

@@ -176,8 +176,9 @@ def evaluate(spec: EvaluationSpec, task: str, trained: TrainedModel, dataset: Da
     threshold = None
     if task == "binary":
         val_features, val_targets = dataset.val
-        threshold = pick_threshold(spec, predict_scores(trained.model, val_features, task),
-                                   val_targets)
+        val_scores = (predict_scores(trained.model, val_features, task)
+                      if spec.threshold == "auto" else None)
+        threshold = pick_threshold(spec, val_scores, val_targets)
     scores = predict_scores(trained.model, features_, task)
     report = score_report(scores, targets, task, spec, "test", threshold=threshold,
                           frame=splits.test)
