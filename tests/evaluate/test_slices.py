@@ -7,6 +7,7 @@ import pytest
 from sklearn import metrics as skm
 
 from trainforge.config import EvaluationSpec
+from trainforge.errors import DataError
 from trainforge.evaluate import EvalReport, binary_metrics, score_report
 from trainforge.evaluate._slices import slice_labels
 
@@ -99,3 +100,11 @@ def test_regression_slices_and_nan_metrics_stay_missing():
     assert "slice_gap_r2" not in report.metrics
     assert not any(isinstance(v, float) and math.isnan(v) for v in
                    report.slices["site"]["a"].values())
+
+
+def test_a_column_the_rows_lack_is_named_with_the_field(regions):
+    frame, y, scores = regions
+    with pytest.raises(DataError, match="evaluation.slices: 'regoin' is not a column of the "
+                                        "data; its columns are: region, amount"):
+        score_report(scores, y, "binary", EvaluationSpec(slices=["regoin"]), "test",
+                     frame=frame)

@@ -1,7 +1,8 @@
 """Metrics per slice of the evaluated rows, and the largest gap between slices.
 
 Rules:
-- A slice column is any column of the raw rows (feature, target or neither). Its rows are
+- A slice column is any column of the raw rows (feature, target or neither; another name is a
+  `DataError` naming `evaluation.slices`). Its rows are
   grouped by value; a numeric or datetime column (not boolean) with more distinct values than
   `buckets` is cut into `buckets` quantile buckets of these rows (`pandas.qcut`, equal edges
   merged), labelled by their interval `(low, high]`. Missing values form the slice `missing`.
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from trainforge.errors import DataError
 
 MetricFn = Callable[[np.ndarray, np.ndarray], dict[str, float]]
 MISSING = "missing"
@@ -44,6 +47,11 @@ def slice_metrics(
     """The metrics (`metrics(y_true, scores)` of a subset) of each slice of each column of
     `frame`, whose rows align with `y_true` and `scores`."""
     assert len(frame) == len(y_true) == len(scores), "slice rows align with the scores"
+    unknown = [column for column in columns if column not in frame.columns]
+    if unknown:
+        known = ", ".join(map(str, frame.columns))
+        raise DataError(f"evaluation.slices: {unknown[0]!r} is not a column of the data; its "
+                        f"columns are: {known}")
     slices: dict[str, dict[str, dict[str, Any]]] = {}
     column_gaps: dict[str, dict[str, float]] = {}
     for column in columns:
