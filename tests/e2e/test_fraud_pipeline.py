@@ -54,8 +54,12 @@ def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     run_id = result.run.run_id
     names = artifacts.list_names(run_id)
     assert [n for n in names if not n.startswith("checkpoints/")] == [
-        "evaluation/test.parquet", "features/pipeline.json", "model/model.json",
-        "model/weights.safetensors", "validation/report.json",
+        *(f"evaluation/plots/{name}.png" for name in (
+            "calibration", "confusion_matrix", "pr", "roc", "slice_country",
+            "slice_device_type")),
+        "evaluation/report.json", "evaluation/test.parquet",
+        "features/pipeline.json", "model/model.json", "model/weights.safetensors",
+        "validation/report.json",
     ]
     steps = int(result.run.metrics["train_steps"])
     assert {n.split("/")[1] for n in names if n.startswith("checkpoints/")} == {

@@ -94,9 +94,18 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
                               values["gate"], run)
 
     assert recorder.data_version is not None and recorder.data_version.num_rows == 24_000
+    plots = {f"evaluation/plots/{name}.png" for name in (
+        "roc", "pr", "confusion_matrix", "calibration", "slice_country", "slice_device_type")}
     assert set(recorder.artifacts) == {"validation/report.json", "features/pipeline.json",
                                        "model/weights.safetensors", "model/model.json",
-                                       "evaluation/test.parquet"}
+                                       "evaluation/test.parquet", "evaluation/report.json",
+                                       *plots}
+    report = json.loads(recorder.artifacts["evaluation/report.json"])
+    assert (report["split"], report["threshold"], report["threshold_by"]) == ("test", 0.5, "fixed")
+    assert report["metrics"]["roc_auc"] == recorder.summary["test_roc_auc"]
+    assert set(report["slices"]) == {"country", "device_type"}
+    assert recorder.summary["threshold"] == 0.5
+    assert "test_slice_gap_roc_auc" in recorder.summary
     assert json.loads(recorder.artifacts["validation/report.json"])["passed"] is True
     assert {"data", "validation", "features", "gates", "model_version"} <= set(recorder.tags)
     assert recorder.summary["test_roc_auc"] > 0.5 and recorder.summary["train_steps"] > 0

@@ -1,7 +1,7 @@
 """Checks across sections of a spec, run by `trainforge validate` and before every run.
 
 Rules for the columns a spec names (data.target, data.split.time_column, each transform's
-columns, features.passthrough and features.exclude):
+columns, features.passthrough, features.exclude and evaluation.slices):
 - Each must be a known column. The known columns are the data's when `data.source` matches a
   file (the first file's Parquet footer or CSV header line is read, never its rows), else the
   contract's when there is one; with neither, columns are not checked. A data file that cannot
@@ -12,7 +12,7 @@ columns, features.passthrough and features.exclude):
   known columns came from.
 
 `data.positive_label` applies to a binary task only, and must match one of the target's
-`allowed` values when the contract lists them.
+`allowed` values when the contract lists them; so does `evaluation.threshold: auto`.
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ class KnownColumns:
     origin: str
 
 
-def gate_metric_names(task: str) -> list[str]:
-    """Metrics a gate may name: evaluation metrics on the val and test splits, and val_loss."""
-    names = [f"{split}_{m}" for split in ("test", "val") for m in METRICS_BY_TASK[task]]
-    return [*names, "val_loss"]
+def gate_metric_names(task: str, slices: bool = False) -> list[str]:
+    """Metrics a gate may name: evaluation metrics on the val and test splits, and val_loss;
+    with `slices`, the test split's slice gaps (`test_slice_gap_<metric>`) too."""
+    metrics = METRICS_BY_TASK[task]
+    names = [f"{split}_{m}" for split in ("test", "val") for m in metrics]
+    gaps = [f"test_slice_gap_{m}" for m in metrics] if slices else []
+    return [*names, *gaps, "val_loss"]
 
 
 def check_spec(spec: PipelineSpec, source: str | Path) -> None:
@@ -53,7 +56,7 @@ def check_spec(spec: PipelineSpec, source: str | Path) -> None:
     known, data_problems = _known_columns(spec, contract)
     stopping = spec.training.early_stopping
     problems = [*_check_target(spec), *_check_positive_label(spec, contract), *_check_gates(spec),
-                *_check_model(spec),
+                *_check_threshold(spec), *_check_model(spec),
                 *_check_logged_metric(spec, "training.early_stopping.metric",
                                       stopping.metric if stopping else None),
                 *_check_logged_metric(spec, "training.checkpoint.monitor",
@@ -97,6 +100,8 @@ def _named_columns(spec: PipelineSpec) -> Iterator[tuple[str, str, bool]]:
                            ("exclude", features.exclude)):
         for column in columns:
             yield f"features.{field}", column, False
+    for column in spec.evaluation.slices:
+        yield "evaluation.slices", column, False
 
 
 def _load_contract(spec: PipelineSpec) -> tuple[SchemaContract | None, list[str]]:
@@ -152,8 +157,15 @@ def _check_positive_label(spec: PipelineSpec, contract: SchemaContract | None) -
             f"{', '.join(map(repr, rule.allowed))}"]
 
 
+def _check_threshold(spec: PipelineSpec) -> list[str]:
+    if spec.evaluation.threshold == "auto" and spec.model.task != "binary":
+        return [f"evaluation.threshold: auto applies to a binary task only; model.task is "
+                f"{spec.model.task!r}"]
+    return []
+
+
 def _check_gates(spec: PipelineSpec) -> list[str]:
-    known = gate_metric_names(spec.model.task)
+    known = gate_metric_names(spec.model.task, bool(spec.evaluation.slices))
     problems = []
     for i, gate in enumerate(spec.evaluation.gates):
         if gate.metric not in known:

@@ -1,5 +1,5 @@
 """The standard training pipeline as a `Dag`: ingest → validate → split → features → train →
-evaluate → gate → register."""
+evaluate → (cross_validate, with `evaluation.cross_validation`) → gate → register."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def build_training_dag(
             ("trained", "dataset", "splits", "run"),
             ("evaluation",),
         ),
+        *([Step("cross_validate", partial(_steps.cross_validate, spec),
+                ("splits", "dataset", "run"), ("cross_validation",))]
+          if spec.evaluation.cross_validation else []),
         Step("gate", partial(_steps.gate, spec.evaluation), ("trained", "evaluation", "run"),
              ("gate",)),
         Step(

@@ -232,8 +232,7 @@ def _write_result(path: Path, values: dict[str, Any]) -> None:
     evaluation: EvalReport = values["evaluation"]
     version = values["model_version"]
     result = {
-        "evaluation": {"split": evaluation.split, "metrics": evaluation.metrics,
-                       "rows": evaluation.rows},
+        "evaluation": evaluation.to_dict(),
         "gate": values["gate"].to_dict(),
         "model_version": [version.model_name, version.version] if version else None,
     }
@@ -245,7 +244,7 @@ def _read_result(path: Path, handle: RunHandle) -> dict[str, Any]:
     gate = data["gate"]
     version = data["model_version"]
     return {
-        "evaluation": EvalReport(**data["evaluation"]),
+        "evaluation": EvalReport.from_dict(data["evaluation"]),
         "gate": GateResult(passed=gate["passed"], failures=tuple(gate["failures"])),
         "model_version": handle.store.get_model_version(*version) if version else None,
     }

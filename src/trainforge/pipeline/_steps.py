@@ -23,10 +23,17 @@ from torch import nn
 from trainforge.config import DataSpec, EvaluationSpec, FeaturesSpec, PipelineSpec, RegistrySpec
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import DataValidationError
-from trainforge.evaluate import EvalReport, evaluate_model
+from trainforge.evaluate import (
+    EvalReport,
+    pick_threshold,
+    predict_scores,
+    render_plots,
+    score_report,
+)
 from trainforge.features import FeaturePipeline, select_features
 from trainforge.ingest import IngestResult, read_table
 from trainforge.models import build_model, output_size
+from trainforge.pipeline._cross_validation import cross_validate as run_cross_validation
 from trainforge.pipeline._dataset import Dataset, check_target, encode_targets
 from trainforge.pipeline._resume import checkpoint_location
 from trainforge.registry import GateResult, check_gates
@@ -39,6 +46,9 @@ from trainforge.validate import ValidationReport, load_contract, validate_frame
 log = logging.getLogger("trainforge")
 
 GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
+REPORT_ARTIFACT = "evaluation/report.json"
+PLOTS_FOLDER = "evaluation/plots"
+CROSS_VALIDATION_ARTIFACT = "evaluation/cross_validation.json"
 
 
 @dataclass(frozen=True)
@@ -156,16 +166,45 @@ def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],
 
 def evaluate(spec: EvaluationSpec, task: str, trained: TrainedModel, dataset: Dataset,
              splits: Splits, run: RunRecorder) -> dict[str, Any]:
-    """Score the test split and keep its raw records (`evaluation/test.parquet`, every column
-    as read): the golden set a promotion re-scores the production model on and a served
-    pipeline must reproduce the training features from."""
+    """Score the test split at the decision threshold (binary: fixed, or chosen on the
+    validation split) and per slice of its raw rows; record the `test_*` metrics and
+    `threshold` as summary, `evaluation/report.json` and the plots (`evaluation/plots/`). Keep
+    the test split's raw records (`evaluation/test.parquet`, every column as read): the golden
+    set a promotion re-scores the production model on and a served pipeline must reproduce
+    the training features from."""
     features_, targets = dataset.test
-    report = evaluate_model(trained.model, features_, targets, task, spec, "test")
+    threshold = None
+    if task == "binary":
+        val_features, val_targets = dataset.val
+        val_scores = (predict_scores(trained.model, val_features, task)
+                      if spec.threshold == "auto" else None)
+        threshold = pick_threshold(spec, val_scores, val_targets)
+    scores = predict_scores(trained.model, features_, task)
+    report = score_report(scores, targets, task, spec, "test", threshold=threshold,
+                          frame=splits.test)
     run.set_summary(report.prefixed())
+    if threshold is not None:
+        run.set_summary({"threshold": threshold.value})
+    run.put_artifact(REPORT_ARTIFACT, json.dumps(report.to_dict(), indent=2).encode())
+    if spec.plots:
+        for name, png in render_plots(scores, targets, task, report, dataset.classes).items():
+            run.put_artifact(f"{PLOTS_FOLDER}/{name}", png)
     buffer = io.BytesIO()
     splits.test.reset_index(drop=True).to_parquet(buffer, index=False)
     run.put_artifact(GOLDEN_SET_ARTIFACT, buffer.getvalue())
     return {"evaluation": report}
+
+
+def cross_validate(spec: PipelineSpec, splits: Splits, dataset: Dataset,
+                   run: RunRecorder) -> dict[str, Any]:
+    """k folds over the train and validation rows (`pipeline/_cross_validation.py`): each
+    trained and scored quietly; `cv_<metric>_mean` / `_std` recorded as summary and the
+    per-fold figures as `evaluation/cross_validation.json`. Runs after the features step
+    (`dataset`), so the spec's feature problems surface before any fold trains."""
+    result = run_cross_validation(spec, splits)
+    run.set_summary(result.summary())
+    run.put_artifact(CROSS_VALIDATION_ARTIFACT, json.dumps(result.to_dict(), indent=2).encode())
+    return {"cross_validation": result}
 
 
 def gate(spec: EvaluationSpec, trained: TrainedModel, evaluation: EvalReport,
