@@ -32,10 +32,13 @@ def test_artifacts_weights_and_checkpoints_go_to_s3(fraud_project, s3_bucket, mo
     listed = client.list_objects_v2(Bucket=s3_bucket, Prefix=f"team/artifacts/{run.run_id}/")
     keys = {item["Key"].split(f"{run.run_id}/", 1)[1] for item in listed["Contents"]}
     steps = int(run.metrics["train_steps"])
+    plots = {f"evaluation/plots/{name}.png" for name in (
+        "calibration", "confusion_matrix", "pr", "roc", "slice_country", "slice_device_type")}
     checkpoints = {f"checkpoints/step-{step:010d}/{name}" for step in (steps // 2, steps)
                    for name in ("MANIFEST.json", "state.json", "tensors.safetensors")}
     assert keys == {"features/pipeline.json", "model/model.json", "model/weights.safetensors",
-                    "validation/report.json", "evaluation/test.parquet", *checkpoints}
+                    "validation/report.json", "evaluation/test.parquet",
+                    "evaluation/report.json", *plots, *checkpoints}
     weights = client.get_object(Bucket=s3_bucket,
                                 Key=f"team/artifacts/{run.run_id}/model/weights.safetensors")
     assert home_artifacts().get_bytes(run.run_id, "model/weights.safetensors") == (
