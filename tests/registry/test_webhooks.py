@@ -12,7 +12,7 @@ import pytest
 from webhook_receiver import SECRET, Receiver, serve
 
 from trainforge.entities import ModelStage, StageChange, StageOutcome
-from trainforge.events import SIGNATURE_HEADER, RetryPolicy, WebhookNotifier, stage_event, subscribe
+from trainforge.events import RetryPolicy, WebhookNotifier, stage_event, subscribe
 from trainforge.storage import Store
 
 FAST = RetryPolicy(attempts=4, base_delay_s=0.05, timeout_s=2.0, budget_s=10.0)
@@ -36,9 +36,9 @@ def refusing() -> Iterator[Receiver]:
 def _change(outcome: StageOutcome = StageOutcome.PROMOTED) -> StageChange:
     from datetime import datetime, timezone
 
+    gates = ({"gate": "g", "passed": True, "figures": {}, "message": "ok"},)
     return StageChange(7, "fraud_detector", "3", ModelStage.CANARY, ModelStage.PRODUCTION,
-                       outcome, False, "ann", "better on March", ({"gate": "g", "passed": True,
-                                                                   "figures": {}, "message": "ok"},),
+                       outcome, False, "ann", "better on March", gates,
                        datetime(2026, 11, 23, tzinfo=timezone.utc))
 
 
