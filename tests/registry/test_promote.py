@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import MAX_DROP
@@ -19,7 +20,15 @@ from trainforge.entities import ModelStage as S
 from trainforge.entities import StageOutcome
 from trainforge.errors import GatesFailed, NotFound, PromotionError
 from trainforge.events import RetryPolicy, WebhookNotifier, subscribe
-from trainforge.registry import diff, history, lineage, promote, resolve_version, set_alias
+from trainforge.registry import (
+    Promotion,
+    diff,
+    history,
+    lineage,
+    promote,
+    resolve_version,
+    set_alias,
+)
 from trainforge.storage import SqlStore
 
 MODEL = "fraud_detector"
@@ -34,12 +43,12 @@ def store(registry_home: Path) -> Iterator[SqlStore]:
         opened.close()
 
 
-def _promote(store: SqlStore, version: str, to: S, **options: object) -> object:
-    return promote(store, home_artifacts(), MODEL, version, to, user="ann", **options)  # type: ignore[arg-type]
+def _promote(store: SqlStore, version: str, to: S, **options: Any) -> Promotion:
+    return promote(store, home_artifacts(), MODEL, version, to, user="ann", **options)
 
 
-def _gate(report: object, name: str = "max_drop:test_roc_auc") -> dict[str, object]:
-    [found] = [gate for gate in report if gate["gate"] == name]  # type: ignore[attr-defined]
+def _gate(report: list[dict[str, Any]], name: str = "max_drop:test_roc_auc") -> dict[str, Any]:
+    [found] = [gate for gate in report if gate["gate"] == name]
     return found
 
 
@@ -59,11 +68,11 @@ def _tamper_metrics(version: str, metrics: dict[str, float]) -> None:
 
 def test_canary_then_production_archives_nothing_and_then_the_holder(store: SqlStore) -> None:
     canary = _promote(store, "2", S.CANARY, reason="try it on 5% of traffic")
-    assert canary.change.to_stage is S.CANARY and canary.replaced is None  # type: ignore[attr-defined]
+    assert canary.change.to_stage is S.CANARY and canary.replaced is None
     first = _promote(store, "1", S.PRODUCTION, reason="first production model")
-    assert [g["gate"] for g in first.gate_report] == [  # type: ignore[attr-defined]
+    assert [g["gate"] for g in first.gate_report] == [
         "threshold:test_roc_auc", "max_drop:test_roc_auc"]
-    gate = _gate(first.gate_report)  # type: ignore[attr-defined]
+    gate = _gate(first.gate_report)
     assert gate["passed"]
     assert gate["message"] == "no production version to compare with"
     assert {v.version: v.stage for v in store.list_model_versions(MODEL).items} == {
@@ -100,9 +109,9 @@ def test_a_worse_candidate_is_refused_against_the_rescored_production_model(
 def test_a_better_candidate_passes_and_archives_production(store: SqlStore) -> None:
     _promote(store, "2", S.PRODUCTION, reason="baseline")
     done = _promote(store, "1", S.PRODUCTION, reason="better")
-    gate = _gate(done.gate_report)  # type: ignore[attr-defined]
-    assert gate["passed"] and gate["figures"]["drop"] < 0  # type: ignore[index]
-    assert done.replaced == "2"  # type: ignore[attr-defined]
+    gate = _gate(done.gate_report)
+    assert gate["passed"] and gate["figures"]["drop"] < 0
+    assert done.replaced == "2"
     assert store.get_model_version(MODEL, "2").stage is S.ARCHIVED
     outcomes = [(c.version, c.outcome) for c in history(store, MODEL)]
     assert outcomes[-2:] == [("2", StageOutcome.REPLACED), ("1", StageOutcome.PROMOTED)]
@@ -113,7 +122,7 @@ def test_force_needs_a_reason_and_is_recorded(store: SqlStore) -> None:
     with pytest.raises(PromotionError, match="needs a reason"):
         _promote(store, "2", S.PRODUCTION, force=True)
     done = _promote(store, "2", S.PRODUCTION, force=True, reason="incident: v1 misfires")
-    change = done.change  # type: ignore[attr-defined]
+    change = done.change
     assert change.forced and change.reason == "incident: v1 misfires" and change.user == "ann"
     assert [g["passed"] for g in change.gate_report] == [True, False]
     assert store.get_model_version(MODEL, "1").stage is S.ARCHIVED
@@ -167,7 +176,7 @@ def test_slice_gap_and_export_parity_gates_read_the_runs_records(store: SqlStore
          "max_abs_diff": 2e-7, "metric_drop": None, "latency_ms_p50": 0.1, "size_bytes": 9000}]}
     home_artifacts().put_bytes(version.run_id, "export/report.json", json.dumps(report).encode())
     done = _promote(store, "1", S.CANARY, reason="slices even, export checked")
-    assert {g["gate"]: g["passed"] for g in done.gate_report} == {  # type: ignore[attr-defined]
+    assert {g["gate"]: g["passed"] for g in done.gate_report} == {
         "threshold:test_roc_auc": True, "max_slice_gap:roc_auc": True, "export_parity": True}
 
 
@@ -212,7 +221,7 @@ def test_a_promotion_is_announced_to_webhooks(store: SqlStore, receiver: Receive
     notifier = WebhookNotifier(store, {"HOOK_SECRET": SECRET}, RetryPolicy(budget_s=5))
     _promote(store, "2", S.PRODUCTION, reason="first", notifier=notifier)
     done = _promote(store, "1", S.PRODUCTION, reason="better", notifier=notifier)
-    assert [d.delivered for d in done.deliveries] == [True, True]  # type: ignore[attr-defined]
+    assert [d.delivered for d in done.deliveries] == [True, True]
     _promote(store, "2", S.STAGING, reason="restore", notifier=notifier)
     with pytest.raises(GatesFailed):
         _promote(store, "2", S.PRODUCTION, reason="worse", notifier=notifier)
