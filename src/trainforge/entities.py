@@ -27,6 +27,11 @@ class RunStatus(str, enum.Enum):
 
 
 class ModelStage(str, enum.Enum):
+    """Where a model version stands: `none` (registered without its gates passing), `staging`
+    (registered with them passing: a candidate), `canary` (serves a share of traffic; at most
+    one per model), `production` (serves the rest; at most one per model), `archived` (retired;
+    restorable to staging). `trainforge.registry` says which moves are allowed."""
+
     NONE = "none"
     STAGING = "staging"
     CANARY = "canary"
@@ -126,6 +131,66 @@ class ModelVersion:
     metrics: dict[str, float] = field(default_factory=dict)
     data_version_id: str | None = None
     git_commit: str | None = None
+    features_hash: str | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+class StageOutcome(str, enum.Enum):
+    """What a stage history entry records: a version `registered`, `promoted` to a stage (its
+    gates passed, or were overridden: `forced`), `refused` by its gates (its stage unchanged),
+    or `replaced`: moved to archived because a promotion gave its stage to another version."""
+
+    REGISTERED = "registered"
+    PROMOTED = "promoted"
+    REFUSED = "refused"
+    REPLACED = "replaced"
+
+
+@dataclass(frozen=True)
+class StageChange:
+    """One entry of a model's stage history (`from_stage` is None for a registration).
+    `gate_report` holds the gate results the decision was taken on (each a dict: name, passed,
+    figures, message)."""
+
+    change_id: int
+    model_name: str
+    version: str
+    from_stage: ModelStage | None
+    to_stage: ModelStage
+    outcome: StageOutcome
+    forced: bool
+    user: str
+    reason: str
+    gate_report: tuple[dict[str, Any], ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """A webhook subscription: events named in `events` are POSTed to `url`, signed with the
+    secret held by the environment variable `secret_env` (the secret itself is never stored)."""
+
+    webhook_id: int
+    url: str
+    events: tuple[str, ...]
+    secret_env: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One attempt to deliver an event to a webhook: the HTTP status answered (None when none
+    came), the error, and whether it was delivered (a 2xx answer)."""
+
+    delivery_id: int
+    webhook_id: int
+    event_id: str
+    event: str
+    attempt: int
+    status_code: int | None
+    error: str | None
+    delivered: bool
+    created_at: datetime
 
 
 @dataclass(frozen=True)

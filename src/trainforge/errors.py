@@ -19,6 +19,8 @@
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
     ├── Preempted                   a preemption signal stopped the process (checkpoint saved)
     ├── ResumeRefused               a run cannot be resumed as asked (names the run and why)
+    ├── PromotionError              a model version cannot move to a stage as asked (names both)
+    │   └── GatesFailed             its promotion gates failed (carries the report per gate)
     ├── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
     └── RunPreempted                a tracked run ended `preempted` (names the run; resumable)
 
@@ -160,6 +162,21 @@ class RunFailed(TrainforgeError):
 class ResumeRefused(TrainforgeError):
     """A run cannot be resumed as asked: it completed, still runs, belongs to another pipeline,
     or the spec given now differs from the one it recorded (the message lists each change)."""
+
+
+class PromotionError(TrainforgeError):
+    """A model version cannot move to a stage as asked: the move is not allowed from its
+    stage (the message names both and the moves that are), or `--force` came without a
+    reason."""
+
+
+class GatesFailed(PromotionError):
+    """A promotion's gates failed and it was refused (recorded in the stage history);
+    `report` holds every gate's result (dicts: gate, passed, figures, message)."""
+
+    def __init__(self, message: str, report: list[dict[str, Any]]) -> None:
+        self.report = list(report)
+        super().__init__(message)
 
 
 class RunPreempted(TrainforgeError):

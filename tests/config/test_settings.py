@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,11 @@ def test_each_variable_moves_one_thing(tmp_path: Path):
     assert settings.home == tmp_path / "h" and settings.spill_dir == tmp_path / "h" / "spill"
     assert settings.database_url.get_secret_value() == PG
     assert settings.artifact_root == "s3://bucket/team"
+
+
+def test_the_user_is_trainforge_user_else_the_os_user(tmp_path: Path):
+    assert Settings.from_env({"TRAINFORGE_USER": "ann"}, cwd=tmp_path).user == "ann"
+    assert Settings.from_env({}, cwd=tmp_path).user == getpass.getuser()
 
 
 def test_the_database_password_is_never_shown():

@@ -1,5 +1,6 @@
-"""Secrets planted in a spec's storage options, on the command line and in the database URL
-reach no record: not the database, not an artifact, not a log line, not `runs show`."""
+"""Secrets planted in a spec's storage options, on the command line, in the database URL and in
+a webhook's signing-secret variable reach no record: not the database, not an artifact, not a
+log line, not `runs show`, not the webhook log."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from sqlalchemy import create_engine, inspect, text
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 KEY, SECRET, DB_PASSWORD = "AKIDPLANTEDKEY0001", "planted-s3-secret-x9", "planted-db-password-y8"
-PLANTED = (KEY, SECRET, DB_PASSWORD)
+HOOK_SECRET = "planted-webhook-secret-w3"
+PLANTED = (KEY, SECRET, DB_PASSWORD, HOOK_SECRET)
 
 
 def with_password(url: str) -> str:
@@ -53,7 +55,8 @@ def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3
     (fraud_project / "pipeline.yaml").write_text(yaml.safe_dump(spec))
     env = {**os.environ, "TRAINFORGE_DB": with_password(pg_url),
            # what `checkpoints list` authenticates with afterwards: the run recorded none
-           "AWS_ACCESS_KEY_ID": "from-env", "AWS_SECRET_ACCESS_KEY": "from-env"}
+           "AWS_ACCESS_KEY_ID": "from-env", "AWS_SECRET_ACCESS_KEY": "from-env",
+           "TF_HOOK_SECRET": HOOK_SECRET}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
         done = subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, env=env,
@@ -61,17 +64,24 @@ def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3
         assert done.returncode == 0, done.stderr
         return done
 
+    # a receiver that is not there: every attempt is logged, with its error
+    hooked = cli("webhooks", "add", "http://127.0.0.1:9/hook", "--events", "model.stage_changed",
+                 "--secret-env", "TF_HOOK_SECRET")
     ran = cli("run", "pipeline.yaml", "training.epochs=1",
               f"training.checkpoint.storage_options.secret={SECRET}", "--json")
     run_id = json.loads(ran.stdout)["run_id"]
-    outputs = [ran.stdout, ran.stderr]
-    for args in (["runs", "show", run_id, "--json"], ["runs", "show", run_id],
+    outputs = [ran.stdout, ran.stderr, hooked.stdout, hooked.stderr]
+    for args in (["models", "promote", "fraud_detector", "1", "--to", "canary", "--reason", "r"],
+                 ["webhooks", "list"], ["webhooks", "deliveries"],
+                 ["models", "history", "fraud_detector", "--json"],
+                 ["runs", "show", run_id, "--json"], ["runs", "show", run_id],
                  ["runs", "list"], ["checkpoints", "list", run_id, "--json"]):
         done = cli(*args)
         outputs += [done.stdout, done.stderr]
     assert json.loads(outputs[-2]), "the checkpoints are listed with credentials from the env"
 
-    shown = json.loads(outputs[2])
+    assert "ConnectError" in outputs[8], "the deliveries were attempted and logged"
+    shown = json.loads(outputs[12])
     assert shown["params"]["training"]["checkpoint"]["storage_options"] == {
         "client_kwargs": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}
     records = {

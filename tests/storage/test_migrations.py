@@ -19,8 +19,9 @@ from trainforge.entities import MetricPoint, ModelStage, RunStatus
 from trainforge.storage import SqlStore, all_items, db
 from trainforge.storage.tables import Base
 
+REGISTRY_TABLES = {"model_stage_changes", "model_aliases", "webhooks", "webhook_deliveries"}
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
-          "run_metrics", "metric_batches", "checkpoints"}
+          "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES}
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
@@ -97,7 +98,7 @@ def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> No
             command.downgrade(db.alembic_config(connection), "0002")
     finally:
         engine.dispose()
-    assert _revision_and_tables(db_url) == ("0002", TABLES - {"checkpoints"})
+    assert _revision_and_tables(db_url) == ("0002", TABLES - {"checkpoints"} - REGISTRY_TABLES)
 
 
 def _at_revision(url: str, revision: str) -> None:
@@ -156,7 +157,68 @@ def test_downgrade_to_0003_drops_the_system_columns(db_url: str) -> None:
     finally:
         engine.dispose()
     assert not {"system", "spec_hash"} & columns and "ix_runs_spec_hash" not in indexes
-    assert _revision_and_tables(db_url) == ("0003", TABLES)
+    assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES)
+
+
+def test_a_database_at_0004_upgrades_keeping_its_model_versions(db_url: str) -> None:
+    _at_revision(db_url, "0004")
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO experiments (experiment_id, name, description, owner, created_at) "
+                "VALUES ('e1', 'fraud', '', '', '2026-03-01 10:00:00')"))
+            connection.execute(text(
+                "INSERT INTO runs (run_id, experiment_id, status, params, tags, environment,"
+                " artifact_uri, started_at, device_hours) VALUES ('r1', 'e1', 'completed',"
+                " '{}', '{}', '{}', 'file:///a', '2026-03-01 10:00:00', 0)"))
+            for number in (1, 2):
+                connection.execute(text(
+                    "INSERT INTO model_versions (model_name, version, run_id, stage,"
+                    " artifact_uri, metrics, git_commit, created_at) VALUES ('fraud_detector',"
+                    " :version, 'r1', 'staging', 'file:///a/model', '{\"test_roc_auc\": 0.9}',"
+                    " 'abc', '2026-03-01 10:00:00')"), {"version": str(number)})
+    finally:
+        engine.dispose()
+    store = SqlStore(db_url)
+    try:
+        old = store.get_model_version("fraud_detector", "1")
+        assert (old.stage, old.metrics, old.git_commit) == (
+            ModelStage.STAGING, {"test_roc_auc": 0.9}, "abc")
+        assert (old.features_hash, old.environment) == (None, {})
+        assert store.list_stage_changes("fraud_detector").items == ()
+        store.change_stage("fraud_detector", "1", ModelStage.PRODUCTION,
+                           expected_from=ModelStage.STAGING, expected_holder=None, user="ann",
+                           reason="first")
+        store.change_stage("fraud_detector", "2", ModelStage.PRODUCTION,
+                           expected_from=ModelStage.STAGING, expected_holder="1", user="ann",
+                           reason="better")
+        assert store.get_model_version("fraud_detector", "1").stage is ModelStage.ARCHIVED
+        holder = store.get_stage_holder("fraud_detector", ModelStage.PRODUCTION)
+        assert holder is not None and holder.version == "2"
+        new = store.create_model_version("fraud_detector", "r1", "u", ModelStage.STAGING, {},
+                                         features_hash="f" * 64, environment={"python": "3.12"})
+        assert (new.version, new.features_hash, new.environment) == (
+            "3", "f" * 64, {"python": "3.12"})
+    finally:
+        store.close()
+    assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
+
+
+def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) -> None:
+    SqlStore(db_url).close()
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            command.downgrade(db.alembic_config(connection), "0004")
+        with engine.connect() as connection:
+            columns = {c["name"] for c in inspect(connection).get_columns("model_versions")}
+            indexes = {i["name"] for i in inspect(connection).get_indexes("model_versions")}
+    finally:
+        engine.dispose()
+    assert not {"features_hash", "environment"} & columns
+    assert "uq_model_versions_single_holder" not in indexes
+    assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES)
 
 
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:

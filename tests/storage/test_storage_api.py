@@ -8,15 +8,16 @@ from trainforge.storage import SqlStore, Store, contracts
 def test_storage_exports_are_pinned() -> None:
     assert storage.__all__ == [
         "CheckpointStore", "DataVersionStore", "ExperimentStore", "MetricStore", "Page",
-        "RegistryStore", "RunCheckpointStore", "RunRecordStore", "RunStore", "SqlStore", "Store",
-        "all_items", "open_store",
+        "RegistryEventStore", "RegistryStore", "RunCheckpointStore", "RunRecordStore", "RunStore",
+        "SqlStore", "Store", "WebhookStore", "all_items", "open_store",
     ]
     assert trainforge.open_store is storage.open_store
 
 
 def test_store_composes_every_area() -> None:
     areas = [contracts.ExperimentStore, contracts.RunStore, contracts.MetricStore,
-             contracts.CheckpointStore, contracts.DataVersionStore, contracts.RegistryStore]
+             contracts.CheckpointStore, contracts.DataVersionStore, contracts.RegistryStore,
+             contracts.WebhookStore]
     assert all(area in Store.__mro__ for area in areas)
     for area in areas:
         for name in vars(area):

@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 import trainforge
-from trainforge.cli import _checkpoints, _context, _pbt, _render, _runs
-from trainforge.cli._views import (
-    model_row,
-    pipeline_summary,
-    run_fields,
-    short_metrics,
-    version_fields,
-)
+from trainforge.cli import _checkpoints, _context, _models, _pbt, _render, _runs, _webhooks
+from trainforge.cli._views import pipeline_summary, run_fields
 from trainforge.config import redact_argument
 from trainforge.errors import (
     ResumeRefused,
@@ -31,7 +25,6 @@ from trainforge.errors import (
     SpecError,
     TrainforgeError,
 )
-from trainforge.storage import all_items
 
 if TYPE_CHECKING:
     from trainforge.orchestration import StepEvent
@@ -47,7 +40,10 @@ EXIT_CODES = ("Exit codes: 0 done; 1 the run failed, or a run, model or database
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, epilog=EXIT_CODES)
 runs_app = typer.Typer(no_args_is_help=True,
                        help="Read tracked runs; mark crashed ones, replay spilled records.")
-models_app = typer.Typer(no_args_is_help=True, help="Read registered model versions.")
+models_app = typer.Typer(no_args_is_help=True, help="Registered model versions: list, promote "
+                         "through their gates, history, lineage, diff, aliases.")
+webhooks_app = typer.Typer(no_args_is_help=True,
+                           help="Webhooks that model stage changes are POSTed to, signed.")
 checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the checkpoints of runs.")
 app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
@@ -55,6 +51,7 @@ pbt_app = typer.Typer(no_args_is_help=True,
                       help="Population-based training: run a study, show its lineage.")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(pbt_app, name="pbt")
+app.add_typer(webhooks_app, name="webhooks")
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(
@@ -190,10 +187,6 @@ def validate(spec: str, overrides: Overrides = None, as_json: _render.JsonFlag =
         typer.echo(f"{spec}: valid")
 
 
-def _table_row(row: dict[str, object], columns: list[str]) -> list[object]:
-    return [short_metrics(row[c]) if c == "metrics" else row[c] for c in columns]  # type: ignore[arg-type]
-
-
 runs_app.command("list")(_runs.runs_list)
 runs_app.command("compare")(_runs.runs_compare)
 runs_app.command("history")(_runs.runs_history)
@@ -203,6 +196,16 @@ checkpoints_app.command("list")(_checkpoints.checkpoints_list)
 checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
 pbt_app.command("run")(_pbt.pbt_run)
 pbt_app.command("show")(_pbt.pbt_show)
+models_app.command("list")(_models.models_list)
+models_app.command("show")(_models.models_show)
+models_app.command("promote")(_models.models_promote)
+models_app.command("history")(_models.models_history)
+models_app.command("diff")(_models.models_diff)
+models_app.command("lineage")(_models.models_lineage)
+models_app.command("alias")(_models.models_alias)
+webhooks_app.command("add")(_webhooks.webhooks_add)
+webhooks_app.command("list")(_webhooks.webhooks_list)
+webhooks_app.command("deliveries")(_webhooks.webhooks_deliveries)
 
 
 @runs_app.command("show")
@@ -215,35 +218,6 @@ def runs_show(run_id: _context.RunId, as_json: _render.JsonFlag = False) -> None
         _render.emit_json(dict(fields))
     else:
         _render.emit_fields(f"Run {run_.run_id}", fields)
-
-
-@models_app.command("list")
-def models_list(as_json: _render.JsonFlag = False) -> None:
-    """Every registered model version."""
-    store = _context.existing_store()
-    versions = all_items(lambda cursor: store.list_model_versions(cursor=cursor))
-    rows = [model_row(v) for v in versions]
-    if as_json:
-        _render.emit_json(rows)
-        return
-    columns = ["model", "version", "stage", "run_id", "created", "metrics"]
-    _render.emit_table("Model versions", columns, [_table_row(row, columns) for row in rows],
-                       empty="no model versions")
-
-
-@models_app.command("show")
-def models_show(name: str, as_json: _render.JsonFlag = False) -> None:
-    """All versions of model NAME with their lineage."""
-    store = _context.existing_store()
-    versions = all_items(lambda cursor: store.list_model_versions(name, cursor=cursor))
-    if not versions:
-        _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
-    if as_json:
-        _render.emit_json([dict(version_fields(v)) for v in versions])
-        return
-    for version in versions:
-        title = f"{version.model_name} version {version.version}"
-        _render.emit_fields(title, version_fields(version))
 
 
 def _print_version(wanted: bool) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainforge.entities import ModelVersion, Run
+from trainforge.entities import ModelVersion, Run, StageChange
 
 if TYPE_CHECKING:
     from trainforge.pipeline import PipelineResult
@@ -72,10 +72,32 @@ def version_fields(version: ModelVersion) -> list[tuple[str, Any]]:
         ("run_id", version.run_id),
         ("data_version", version.data_version_id),
         ("git_commit", version.git_commit),
+        ("features_hash", version.features_hash),
+        ("environment", version.environment),
         ("artifact_uri", version.artifact_uri),
         ("created_at", version.created_at.isoformat()),
         ("metrics", version.metrics),
     ]
+
+
+def change_row(change: StageChange) -> dict[str, Any]:
+    """One stage history entry; `gates` says how many passed and names those that failed."""
+    failed = [g["gate"] for g in change.gate_report if not g.get("passed")]
+    passed = len(change.gate_report) - len(failed)
+    gates = f"{passed}/{len(change.gate_report)} passed" if change.gate_report else "-"
+    return {
+        "id": change.change_id,
+        "when": change.created_at.isoformat(timespec="seconds"),
+        "version": change.version,
+        "from": None if change.from_stage is None else change.from_stage.value,
+        "to": change.to_stage.value,
+        "outcome": change.outcome.value,
+        "forced": change.forced,
+        "user": change.user,
+        "reason": change.reason,
+        "gates": gates + (f"; failed: {', '.join(failed)}" if failed else ""),
+        "gate_report": list(change.gate_report),
+    }
 
 
 def pipeline_summary(result: PipelineResult) -> dict[str, Any]:

@@ -7,10 +7,12 @@ without a store) call `Settings.from_env()`; nothing below them reads the enviro
     TRAINFORGE_DB         database URL (default: the SQLite file `<home>/trainforge.db`)
     TRAINFORGE_ARTIFACTS  artifact root: a folder or a URL such as `s3://bucket/prefix`
                           (default: `<home>/artifacts`)
+    TRAINFORGE_USER       who acts, as the model registry's stage history records it
+                          (default: the operating system's user name)
 
 The database URL may hold a password, so it is a `SecretUrl`: its repr and `str()` are masked,
 and `database_url_shown` renders it with the password hidden. `Settings` is a plain frozen
-dataclass (three strings read from the environment need no pydantic model, and every CLI call
+dataclass (four strings read from the environment need no pydantic model, and every CLI call
 builds one before anything else). Object-store credentials
 never appear here: fsspec reads them from its own configuration or the environment (for S3,
 `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or a profile, and `AWS_ENDPOINT_URL` for an
@@ -19,6 +21,7 @@ S3-compatible server such as MinIO).
 
 from __future__ import annotations
 
+import getpass
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,6 +62,7 @@ class Settings:
     home: Path
     database_url: SecretUrl
     artifact_root: str
+    user: str = ""
 
     @classmethod
     def from_env(
@@ -72,6 +76,7 @@ class Settings:
             database_url=SecretUrl(
                 env.get("TRAINFORGE_DB") or f"sqlite:///{home / 'trainforge.db'}"),
             artifact_root=env.get("TRAINFORGE_ARTIFACTS") or str(home / "artifacts"),
+            user=env.get("TRAINFORGE_USER") or _os_user(),
         )
 
     @property
@@ -87,6 +92,14 @@ class Settings:
     def database_url_shown(self) -> str:
         """The database URL with any password replaced by `***`, for messages."""
         return mask_url_password(self.database_url.get_secret_value())
+
+
+def _os_user() -> str:
+    """The operating system's name for who runs this process ("" when it has none)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return ""
 
 
 def mask_url_password(url: str) -> str:

@@ -447,8 +447,30 @@ class EvaluationSpec(_Section):
         return 0.5 if self.threshold == "auto" else self.threshold
 
 
+class MetricLimitSpec(_Section):
+    """A limit on one metric: `max_drop` names a recorded test metric (`test_roc_auc`), how
+    much worse than production the candidate may score on it; `max_slice_gap` names an
+    evaluation metric (`roc_auc`), how far its best and worst slices may lie apart."""
+
+    metric: str = Field(min_length=1)
+    max: float = Field(ge=0)
+
+
+class PromotionSpec(_Section):
+    """The gates a promotion applies beyond `evaluation.gates` (thresholds, always applied):
+    `max_drop` re-scores the production version on the candidate's test split and compares;
+    `max_slice_gap` reads the candidate's `test_slice_gap_<metric>`; `export_parity` wants an
+    accepted ONNX export (`trainforge export`). Production gets all of them, canary all but
+    `max_drop`, staging the thresholds only."""
+
+    max_drop: list[MetricLimitSpec] = Field(default_factory=list)
+    max_slice_gap: list[MetricLimitSpec] = Field(default_factory=list)
+    export_parity: bool = False
+
+
 class RegistrySpec(_Section):
     model_name: str = Field(min_length=1)
+    promotion: PromotionSpec = PromotionSpec()
 
 
 class ParamSpec(_Section):

@@ -1,9 +1,10 @@
 """What a spec trains, as a hash: `spec_hash`, and a recorded spec read with today's schema.
 
 `spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
-change the result (how a run resumes, stops and reports, and the study that may search around
-it: `RESULT_NEUTRAL`) and without credentials (never dumped). `resume: auto` continues an
-unfinished run with the same hash, and a resume may make only changes that keep it.
+change the result (how a run resumes, stops and reports, the study that may search around it
+and the gates a later promotion applies: `RESULT_NEUTRAL`) and without credentials (never
+dumped). `resume: auto` continues an unfinished run with the same hash, and a resume may make
+only changes that keep it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ RESULT_NEUTRAL = (
     "training.profiler",
     "tracking",
     "tuning",
+    "registry.promotion",
 )
 
 

@@ -36,7 +36,7 @@ from trainforge.models import build_model, output_size
 from trainforge.pipeline._cross_validation import cross_validate as run_cross_validation
 from trainforge.pipeline._dataset import Dataset, check_target, encode_targets
 from trainforge.pipeline._resume import checkpoint_location
-from trainforge.registry import GateResult, check_gates
+from trainforge.registry import GateResult, check_gates, environment_summary
 from trainforge.split import Splits, split_frame
 from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
@@ -217,6 +217,8 @@ def gate(spec: EvaluationSpec, trained: TrainedModel, evaluation: EvalReport,
 
 def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained: TrainedModel,
              evaluation: EvalReport, gate: GateResult, run: RunRecorder) -> dict[str, Any]:
+    """A version in `staging` with its lineage (data version, git commit, the feature
+    pipeline's hash, the environment) when the gates passed; nothing otherwise."""
     if spec is None or registry is None or not gate.passed:
         return {"model_version": None}
     info = run.info()
@@ -228,6 +230,8 @@ def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained:
         metrics=evaluation.prefixed(),
         data_version_id=info.data_version_id,
         git_commit=info.git_commit,
+        features_hash=(info.tags.get("features") or {}).get("hash"),
+        environment=environment_summary(info.environment),
     )
     run.set_tags({"model_version": f"{version.model_name}/{version.version}"})
     return {"model_version": version}

@@ -23,11 +23,13 @@ from trainforge.storage.contracts import (
     ExperimentStore,
     MetricStore,
     Page,
+    RegistryEventStore,
     RegistryStore,
     RunCheckpointStore,
     RunRecordStore,
     RunStore,
     Store,
+    WebhookStore,
     all_items,
 )
 
@@ -46,12 +48,14 @@ __all__ = [
     "ExperimentStore",
     "MetricStore",
     "Page",
+    "RegistryEventStore",
     "RegistryStore",
     "RunCheckpointStore",
     "RunRecordStore",
     "RunStore",
     "SqlStore",
     "Store",
+    "WebhookStore",
     "all_items",
     "open_store",
 ]

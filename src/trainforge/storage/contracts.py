@@ -5,7 +5,8 @@
     MetricStore       metric series and the latest / summary values `Run.metrics` shows
     CheckpointStore   records of the checkpoints runs saved
     DataVersionStore  content-addressed data versions
-    RegistryStore     model versions
+    RegistryStore     model versions, their stages, stage history and aliases
+    WebhookStore      webhook subscriptions and the log of their deliveries
     Store             all of them, plus `close()`: what `open_store(url)` returns
 
 A function takes the narrowest of these it needs (`RunCheckpointStore` and `RunRecordStore`
@@ -52,6 +53,9 @@ from trainforge.entities import (
     Pipeline,
     Run,
     RunStatus,
+    StageChange,
+    Webhook,
+    WebhookDelivery,
 )
 
 T = TypeVar("T")
@@ -301,14 +305,32 @@ class DataVersionStore(Protocol):
 
 
 class RegistryStore(Protocol):
-    """Registered model versions, numbered "1", "2", ... per model name.
+    """Registered model versions, numbered "1", "2", ... per model name, with their stage
+    history and aliases.
 
     - `create_model_version` takes the next number; concurrent registrations of one model get
       distinct numbers (`Conflict` only if no number could be taken after many retries).
-      `NotFound` for a missing run;
+      `NotFound` for a missing run. It adds the version's first history entry (`registered`);
     - `get_model_version` raises `NotFound` naming the model and version;
     - `list_model_versions` orders by model name, then version number (cursor: that pair); a
-      version is never changed or deleted here;
+      version's fields never change here, only its stage (`change_stage`), and it is never
+      deleted;
+    - `change_stage` moves a version to a stage as decided when it was in `expected_from` and
+      the target stage (production and canary, which hold at most one version of a model)
+      was held by `expected_holder` (None: by none). The holder is moved to archived (a
+      `replaced` history entry) and the version to the stage (a `promoted` one), in one unit of
+      work. When another change came first (the version's stage or the holder differs),
+      `Conflict` and nothing changes: of concurrent changes decided on one state, one wins.
+      It does not judge whether the move is allowed (`trainforge.registry` does);
+    - `record_refusal` adds a `refused` history entry (the stage stays);
+    - `get_stage_holder` is the version of a model in production or canary, or None
+      (`ValueError` for another stage): what serving polls to follow stage changes;
+    - `list_stage_changes` is a model's history (of one version, when given), oldest first
+      (cursor: the entry's id);
+    - `set_alias` points an alias at a version (moving it from another); `get_alias` is the
+      version an alias names (`NotFound` when none); `list_aliases` maps each alias of a model
+      to its version;
+    - every method naming a version raises `NotFound` naming the model and version;
     - as every area: one unit of work per call, from any thread, frozen records the caller
       owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
@@ -322,6 +344,8 @@ class RegistryStore(Protocol):
         metrics: dict[str, float],
         data_version_id: str | None = None,
         git_commit: str | None = None,
+        features_hash: str | None = None,
+        environment: dict[str, Any] | None = None,
     ) -> ModelVersion: ...
 
     def get_model_version(self, model_name: str, version: str) -> ModelVersion: ...
@@ -329,6 +353,68 @@ class RegistryStore(Protocol):
     def list_model_versions(
         self, model_name: str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None
     ) -> Page[ModelVersion]: ...
+
+    def change_stage(
+        self,
+        model_name: str,
+        version: str,
+        to: ModelStage,
+        *,
+        expected_from: ModelStage,
+        expected_holder: str | None,
+        user: str,
+        reason: str,
+        forced: bool = False,
+        gate_report: Sequence[dict[str, Any]] = (),
+    ) -> StageChange: ...
+
+    def record_refusal(
+        self, model_name: str, version: str, to: ModelStage, *, user: str, reason: str,
+        gate_report: Sequence[dict[str, Any]],
+    ) -> StageChange: ...
+
+    def get_stage_holder(self, model_name: str, stage: ModelStage) -> ModelVersion | None: ...
+
+    def list_stage_changes(
+        self, model_name: str, version: str | None = None, limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[StageChange]: ...
+
+    def set_alias(self, model_name: str, alias: str, version: str) -> None: ...
+
+    def get_alias(self, model_name: str, alias: str) -> ModelVersion: ...
+
+    def list_aliases(self, model_name: str) -> dict[str, str]: ...
+
+
+class WebhookStore(Protocol):
+    """Webhook subscriptions and the log of every delivery attempt.
+
+    - `add_webhook` stores a subscription (ids 1, 2, ... in order of creation); the secret is
+      not given to the store, only the name of the environment variable holding it;
+    - `list_webhooks` orders by id (cursor: the id);
+    - `record_delivery` logs one attempt (`NotFound` for an unknown webhook);
+      `list_deliveries` lists attempts newest first (of one webhook, when given; cursor: the
+      attempt's id);
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def add_webhook(self, url: str, events: Sequence[str], secret_env: str) -> Webhook: ...
+
+    def list_webhooks(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[Webhook]: ...
+
+    def record_delivery(
+        self, webhook_id: int, event_id: str, event: str, attempt: int,
+        status_code: int | None, error: str | None, delivered: bool,
+    ) -> WebhookDelivery: ...
+
+    def list_deliveries(
+        self, webhook_id: int | None = None, limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[WebhookDelivery]: ...
 
 
 class RunCheckpointStore(RunStore, CheckpointStore, Protocol):
@@ -341,9 +427,13 @@ class RunRecordStore(RunStore, MetricStore, DataVersionStore, Protocol):
     file."""
 
 
+class RegistryEventStore(RegistryStore, WebhookStore, Protocol):
+    """Model versions and webhooks: what a promotion changes and notifies."""
+
+
 class Store(
     ExperimentStore, RunStore, MetricStore, CheckpointStore, DataVersionStore, RegistryStore,
-    Protocol,
+    WebhookStore, Protocol,
 ):
     """Every area of the store; `open_store(url)` returns one.
 

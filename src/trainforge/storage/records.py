@@ -12,6 +12,10 @@ from trainforge.entities import (
     Pipeline,
     Run,
     RunStatus,
+    StageChange,
+    StageOutcome,
+    Webhook,
+    WebhookDelivery,
 )
 from trainforge.storage.tables import (
     DataVersionRow,
@@ -19,6 +23,9 @@ from trainforge.storage.tables import (
     ModelVersionRow,
     PipelineRow,
     RunRow,
+    StageChangeRow,
+    WebhookDeliveryRow,
+    WebhookRow,
     as_utc,
 )
 
@@ -70,4 +77,28 @@ def to_model_version(row: ModelVersionRow) -> ModelVersion:
         stage=ModelStage(row.stage), artifact_uri=row.artifact_uri,
         created_at=as_utc(row.created_at), metrics=metrics_from_json(row.metrics),
         data_version_id=row.data_version_id, git_commit=row.git_commit,
+        features_hash=row.features_hash, environment=dict(row.environment or {}),
+    )
+
+
+def to_stage_change(row: StageChangeRow) -> StageChange:
+    return StageChange(
+        change_id=row.id, model_name=row.model_name, version=row.version,
+        from_stage=None if row.from_stage is None else ModelStage(row.from_stage),
+        to_stage=ModelStage(row.to_stage), outcome=StageOutcome(row.outcome), forced=row.forced,
+        user=row.user, reason=row.reason, gate_report=tuple(dict(g) for g in row.gate_report),
+        created_at=as_utc(row.created_at),
+    )
+
+
+def to_webhook(row: WebhookRow) -> Webhook:
+    return Webhook(webhook_id=row.id, url=row.url, events=tuple(row.events),
+                   secret_env=row.secret_env, created_at=as_utc(row.created_at))
+
+
+def to_delivery(row: WebhookDeliveryRow) -> WebhookDelivery:
+    return WebhookDelivery(
+        delivery_id=row.id, webhook_id=row.webhook_id, event_id=row.event_id, event=row.event,
+        attempt=row.attempt, status_code=row.status_code, error=row.error,
+        delivered=row.delivered, created_at=as_utc(row.created_at),
     )

@@ -15,6 +15,9 @@ beyond them:
   the URL's password appears in no message and no repr;
 - ids are uuid4 hex; a model version number is the model's highest plus one, retried when a
   concurrent registration took it first;
+- the registry's stage changes, history, aliases and webhook log are `sql_registry`'s
+  statements: a stage change locks its model's version rows and checks the state it was
+  decided on, so of concurrent changes one wins and the others raise `Conflict`;
 - a metric value of NaN is stored as NULL; in a checkpoint's metrics, NaN and infinities are
   stored as JSON null, as in a model version's;
 - pages are keyset queries (`sql_pages`): each fetches one row more than it returns, and its
@@ -46,9 +49,12 @@ from trainforge.entities import (
     Pipeline,
     Run,
     RunStatus,
+    StageChange,
+    Webhook,
+    WebhookDelivery,
 )
 from trainforge.errors import Ambiguous, Conflict, NotFound, StoreError, StoreUnavailable
-from trainforge.storage import sql_checkpoints, sql_metrics
+from trainforge.storage import sql_checkpoints, sql_metrics, sql_registry
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
@@ -56,10 +62,13 @@ from trainforge.storage.query import parse_filter, parse_sort
 from trainforge.storage.records import (
     metrics_json,
     to_data_version,
+    to_delivery,
     to_experiment,
     to_model_version,
     to_pipeline,
     to_run,
+    to_stage_change,
+    to_webhook,
 )
 from trainforge.storage.sql_pages import OrderKey, fetch_page
 from trainforge.storage.sql_search import newest_first, search_query
@@ -499,19 +508,26 @@ class SqlStore:
         metrics: dict[str, float],
         data_version_id: str | None = None,
         git_commit: str | None = None,
+        features_hash: str | None = None,
+        environment: dict[str, Any] | None = None,
     ) -> ModelVersion:
-        """Register the next version ("1", "2", ...) of `model_name`, made by run `run_id`."""
+        """Register the next version ("1", "2", ...) of `model_name`, made by run `run_id`,
+        with its first history entry."""
         for _ in range(_VERSION_ATTEMPTS):
             row = ModelVersionRow(
                 model_name=model_name, run_id=run_id, stage=ModelStage(stage).value,
                 artifact_uri=artifact_uri, metrics=metrics_json(metrics),
-                data_version_id=data_version_id, git_commit=git_commit, created_at=utcnow(),
+                data_version_id=data_version_id, git_commit=git_commit,
+                features_hash=features_hash, environment=dict(environment or {}),
+                created_at=utcnow(),
             )
             try:
                 with self._write() as session:
                     _get(session, RunRow, run_id, "run")
                     row.version = str(_last_version(session, model_name) + 1)
                     session.add(row)
+                    session.flush()
+                    sql_registry.record_registration(session, row)
             except IntegrityError:
                 continue  # another registration took this number first
             return to_model_version(row)
@@ -536,6 +552,102 @@ class SqlStore:
             rows, next_cursor = fetch_page(session, listing, query, _BY_MODEL_AND_NUMBER, limit,
                                            cursor)
             return Page(tuple(to_model_version(row[0]) for row in rows), next_cursor)
+
+    def change_stage(
+        self,
+        model_name: str,
+        version: str,
+        to: ModelStage,
+        *,
+        expected_from: ModelStage,
+        expected_holder: str | None,
+        user: str,
+        reason: str,
+        forced: bool = False,
+        gate_report: Sequence[dict[str, Any]] = (),
+    ) -> StageChange:
+        """Move the version to `to` under its model's lock, archiving the stage's holder
+        (see `sql_registry`); `Conflict` when another change came first."""
+        try:
+            with self._write() as session:
+                return sql_registry.change_stage(
+                    session, model_name, str(version), ModelStage(to),
+                    expected_from=ModelStage(expected_from), expected_holder=expected_holder,
+                    user=user, reason=reason, forced=forced, gate_report=gate_report)
+        except IntegrityError as exc:
+            raise Conflict(f"model {model_name!r}: {ModelStage(to).value} was taken by another "
+                           "change meanwhile; promote again") from exc
+
+    def record_refusal(
+        self, model_name: str, version: str, to: ModelStage, *, user: str, reason: str,
+        gate_report: Sequence[dict[str, Any]],
+    ) -> StageChange:
+        with self._write() as session:
+            return sql_registry.record_refusal(session, model_name, str(version),
+                                               ModelStage(to), user=user, reason=reason,
+                                               gate_report=gate_report)
+
+    def get_stage_holder(self, model_name: str, stage: ModelStage) -> ModelVersion | None:
+        with self._read() as session:
+            return sql_registry.stage_holder(session, model_name, ModelStage(stage))
+
+    def list_stage_changes(
+        self, model_name: str, version: str | None = None, limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[StageChange]:
+        """The model's stage history (of one version, when given), oldest first."""
+        listing = Listing("list_stage_changes", (model_name, version))
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, listing,
+                                           sql_registry.stage_changes(model_name, version),
+                                           sql_registry.BY_ID, limit, cursor)
+            return Page(tuple(to_stage_change(row[0]) for row in rows), next_cursor)
+
+    def set_alias(self, model_name: str, alias: str, version: str) -> None:
+        with self._write() as session:
+            sql_registry.set_alias(session, model_name, alias, str(version))
+
+    def get_alias(self, model_name: str, alias: str) -> ModelVersion:
+        with self._read() as session:
+            return sql_registry.aliased(session, model_name, alias)
+
+    def list_aliases(self, model_name: str) -> dict[str, str]:
+        with self._read() as session:
+            return sql_registry.aliases(session, model_name)
+
+    # webhooks
+
+    def add_webhook(self, url: str, events: Sequence[str], secret_env: str) -> Webhook:
+        with self._write() as session:
+            return sql_registry.add_webhook(session, url, events, secret_env)
+
+    def list_webhooks(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[Webhook]:
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, Listing("list_webhooks"),
+                                           sql_registry.webhooks(), sql_registry.BY_WEBHOOK_ID,
+                                           limit, cursor)
+            return Page(tuple(to_webhook(row[0]) for row in rows), next_cursor)
+
+    def record_delivery(
+        self, webhook_id: int, event_id: str, event: str, attempt: int,
+        status_code: int | None, error: str | None, delivered: bool,
+    ) -> WebhookDelivery:
+        with self._write() as session:
+            return sql_registry.record_delivery(session, webhook_id, event_id, event, attempt,
+                                                status_code, error, delivered)
+
+    def list_deliveries(
+        self, webhook_id: int | None = None, limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[WebhookDelivery]:
+        """Delivery attempts newest first (of one webhook, when given)."""
+        listing = Listing("list_deliveries", (webhook_id,))
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, listing, sql_registry.deliveries(webhook_id),
+                                           sql_registry.NEWEST_DELIVERY_FIRST, limit, cursor)
+            return Page(tuple(to_delivery(row[0]) for row in rows), next_cursor)
 
 
 def _backend(url: str) -> str:

@@ -24,11 +24,13 @@ from sqlalchemy import (
     DateTime,
     Double,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
     String,
     Text,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -207,8 +209,21 @@ class CheckpointRow(Base):
     deleted_at: Mapped[datetime | None]
 
 
+# The stages a model holds at most one version in; the partial unique index enforces it.
+SINGLE_HOLDER_STAGES = "stage IN ('production', 'canary')"
+
+
 class ModelVersionRow(Base):
+    """A registered model version and its lineage (run, data version, git commit, the feature
+    pipeline's content hash, a summary of the environment it was trained in). At most one
+    version of a model is in `production` and one in `canary` (a partial unique index)."""
+
     __tablename__ = "model_versions"
+    __table_args__ = (
+        Index("uq_model_versions_single_holder", "model_name", "stage", unique=True,
+              sqlite_where=text(SINGLE_HOLDER_STAGES),
+              postgresql_where=text(SINGLE_HOLDER_STAGES)),
+    )
 
     model_name: Mapped[str] = mapped_column(String(255), primary_key=True)
     version: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -218,4 +233,85 @@ class ModelVersionRow(Base):
     metrics: Mapped[dict[str, Any]]
     data_version_id: Mapped[str | None] = mapped_column(String(128))
     git_commit: Mapped[str | None] = mapped_column(String(64))
+    features_hash: Mapped[str | None] = mapped_column(String(64))
+    environment: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StageChangeRow(Base):
+    """One entry of a model's stage history, oldest first by `id`: a registration
+    (`from_stage` NULL), a promotion, a promotion refused by its gates (`outcome` "refused",
+    the stage unchanged) or a holder replaced by a promotion ("replaced"). `gate_report` is the
+    list of gate results the decision was taken on; `forced` marks a failed gate overridden."""
+
+    __tablename__ = "model_stage_changes"
+    __table_args__ = (
+        ForeignKeyConstraint(["model_name", "version"],
+                             ["model_versions.model_name", "model_versions.version"]),
+        Index("ix_model_stage_changes_model_name_id", "model_name", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    model_name: Mapped[str] = mapped_column(String(255))
+    version: Mapped[str] = mapped_column(String(32))
+    from_stage: Mapped[str | None] = mapped_column(String(16))
+    to_stage: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(16))
+    forced: Mapped[bool] = mapped_column(Boolean)
+    user: Mapped[str] = mapped_column(String(255))
+    reason: Mapped[str] = mapped_column(Text)
+    gate_report: Mapped[list[Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ModelAliasRow(Base):
+    """A name for one version of a model (`fraud_detector@champion`); set again, it moves."""
+
+    __tablename__ = "model_aliases"
+    __table_args__ = (
+        ForeignKeyConstraint(["model_name", "version"],
+                             ["model_versions.model_name", "model_versions.version"]),
+    )
+
+    model_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    alias: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[str] = mapped_column(String(32))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookRow(Base):
+    """A webhook subscription: where events are POSTed and which ones. The signing secret is
+    never stored: `secret_env` names the environment variable holding it."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    url: Mapped[str] = mapped_column(Text)
+    events: Mapped[list[Any]]
+    secret_env: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookDeliveryRow(Base):
+    """One attempt to deliver one event to one webhook: its HTTP status (NULL when no response
+    came) or error, and whether it was delivered (a 2xx answer)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_webhook_id_id", "webhook_id", "id"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    webhook_id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), ForeignKey("webhooks.id"))
+    event_id: Mapped[str] = mapped_column(String(64))
+    event: Mapped[str] = mapped_column(String(64))
+    attempt: Mapped[int] = mapped_column(Integer)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    delivered: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,48 @@
+"""Events: what trainforge announces to the outside (webhooks), as JSON-safe records.
+
+    model.stage_changed       a model version moved stage (promoted, or replaced by one)
+    model.promotion_refused   a promotion's gates refused it (the version kept its stage)
+
+The data issue adds its validation and drift alerts here, one name each.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from trainforge.entities import StageChange, StageOutcome
+
+STAGE_CHANGED = "model.stage_changed"
+PROMOTION_REFUSED = "model.promotion_refused"
+KNOWN_EVENTS = (STAGE_CHANGED, PROMOTION_REFUSED)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One occurrence: its name (one of `KNOWN_EVENTS`), a unique id (a receiver drops
+    repeats of it: a retried delivery carries the same id), when it happened and its data."""
+
+    name: str
+    data: dict[str, Any]
+    event_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    occurred_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+    def body(self) -> dict[str, Any]:
+        """The JSON document a webhook receives."""
+        return {"event": self.name, "event_id": self.event_id,
+                "occurred_at": self.occurred_at.isoformat(), "data": self.data}
+
+
+def stage_event(change: StageChange) -> Event:
+    """The event of a stage history entry: `model.promotion_refused` for a refusal, else
+    `model.stage_changed`."""
+    name = PROMOTION_REFUSED if change.outcome is StageOutcome.REFUSED else STAGE_CHANGED
+    return Event(name, {
+        "model": change.model_name, "version": change.version,
+        "from": None if change.from_stage is None else change.from_stage.value,
+        "to": change.to_stage.value, "outcome": change.outcome.value, "forced": change.forced,
+        "user": change.user, "reason": change.reason, "gates": list(change.gate_report),
+    }, occurred_at=change.created_at)

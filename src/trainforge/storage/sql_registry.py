@@ -1,0 +1,205 @@
+"""Registry statements of the SQL store: stage changes under the model's lock, the stage
+history, aliases, webhook subscriptions and their delivery log. Each function runs inside the
+caller's session (transaction).
+
+A stage change first locks every version row of its model (`SELECT ... FOR UPDATE` on
+PostgreSQL; on SQLite the write transaction began with `BEGIN IMMEDIATE`, which holds the
+database's write lock already), so changes of one model are serialised. It then checks that
+what the caller decided on still holds (the version's stage, and the version holding the
+target stage); if another change came first, `Conflict` and nothing is written. The partial
+unique index on (model, stage) for production and canary is the backstop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from trainforge.entities import (
+    ModelStage,
+    ModelVersion,
+    StageChange,
+    StageOutcome,
+    Webhook,
+    WebhookDelivery,
+)
+from trainforge.errors import Conflict, NotFound
+from trainforge.storage.records import to_delivery, to_model_version, to_stage_change, to_webhook
+from trainforge.storage.sql_pages import OrderKey
+from trainforge.storage.tables import (
+    ModelAliasRow,
+    ModelVersionRow,
+    StageChangeRow,
+    WebhookDeliveryRow,
+    WebhookRow,
+    utcnow,
+)
+
+SINGLE_HOLDER = (ModelStage.PRODUCTION, ModelStage.CANARY)
+BY_ID = (OrderKey(StageChangeRow.id, (int,)),)
+BY_WEBHOOK_ID = (OrderKey(WebhookRow.id, (int,)),)
+NEWEST_DELIVERY_FIRST = (OrderKey(WebhookDeliveryRow.id, (int,), descending=True),)
+
+
+def record_registration(session: Session, row: ModelVersionRow) -> None:
+    """The history entry of a new version: registered into its stage by its run."""
+    session.add(_change(row.model_name, row.version, None, row.stage, StageOutcome.REGISTERED,
+                        user="", reason=f"registered by run {row.run_id}"))
+
+
+def change_stage(
+    session: Session, model_name: str, version: str, to: ModelStage, *,
+    expected_from: ModelStage, expected_holder: str | None, user: str, reason: str,
+    forced: bool, gate_report: Sequence[dict[str, Any]],
+) -> StageChange:
+    """Move the version to `to` as decided when it was in `expected_from` and `to` was held by
+    `expected_holder` (production and canary only; None: nobody). The holder is archived
+    first, with its own history entry. `Conflict` when either changed meanwhile."""
+    rows = _locked_versions(session, model_name)
+    candidate = _version(rows, model_name, version)
+    if candidate.stage != expected_from.value:
+        raise Conflict(f"model {model_name!r} version {version!r} is in {candidate.stage} now, "
+                       f"not {expected_from.value}: another change came first; promote again")
+    if to in SINGLE_HOLDER:
+        holder = next((row for row in rows.values() if row.stage == to.value), None)
+        found = None if holder is None else holder.version
+        if found != expected_holder:
+            raise Conflict(f"model {model_name!r}: {to.value} is held by "
+                           f"{_named(found)} now, not {_named(expected_holder)}: another "
+                           "change came first; promote again")
+        if holder is not None:
+            holder.stage = ModelStage.ARCHIVED.value
+            session.add(_change(model_name, holder.version, to.value, ModelStage.ARCHIVED.value,
+                                StageOutcome.REPLACED, user=user,
+                                reason=f"version {version} promoted to {to.value}"))
+            session.flush()  # the holder leaves the stage before the candidate takes it
+    candidate.stage = to.value
+    change = _change(model_name, version, expected_from.value, to.value, StageOutcome.PROMOTED,
+                     user=user, reason=reason, forced=forced, gate_report=gate_report)
+    session.add(change)
+    session.flush()
+    return to_stage_change(change)
+
+
+def record_refusal(
+    session: Session, model_name: str, version: str, to: ModelStage, *, user: str,
+    reason: str, gate_report: Sequence[dict[str, Any]],
+) -> StageChange:
+    """A history entry for a promotion its gates refused; the version keeps its stage."""
+    row = session.get(ModelVersionRow, (model_name, version))
+    if row is None:
+        raise NotFound(f"model {model_name!r} version {version!r} not found")
+    change = _change(model_name, version, row.stage, to.value, StageOutcome.REFUSED, user=user,
+                     reason=reason, gate_report=gate_report)
+    session.add(change)
+    session.flush()
+    return to_stage_change(change)
+
+
+def stage_holder(session: Session, model_name: str, stage: ModelStage) -> ModelVersion | None:
+    """The version of the model in `stage` (production or canary; else `ValueError`)."""
+    if stage not in SINGLE_HOLDER:
+        raise ValueError(f"stage {stage.value!r} may hold many versions: ask for production "
+                         "or canary")
+    row = session.scalars(select(ModelVersionRow).where(
+        ModelVersionRow.model_name == model_name, ModelVersionRow.stage == stage.value)).first()
+    return None if row is None else to_model_version(row)
+
+
+def stage_changes(model_name: str, version: str | None) -> Select[Any]:
+    """The model's history rows (of one version, when given), to be ordered `BY_ID`."""
+    query = select(StageChangeRow).where(StageChangeRow.model_name == model_name)
+    if version is not None:
+        query = query.where(StageChangeRow.version == version)
+    return query
+
+
+def set_alias(session: Session, model_name: str, alias: str, version: str) -> None:
+    """Point `alias` at the version (moving it if it named another)."""
+    if session.get(ModelVersionRow, (model_name, version)) is None:
+        raise NotFound(f"model {model_name!r} version {version!r} not found")
+    row = session.get(ModelAliasRow, (model_name, alias), with_for_update=True)
+    if row is None:
+        session.add(ModelAliasRow(model_name=model_name, alias=alias, version=version,
+                                  updated_at=utcnow()))
+    else:
+        row.version, row.updated_at = version, utcnow()
+
+
+def aliased(session: Session, model_name: str, alias: str) -> ModelVersion:
+    row = session.get(ModelAliasRow, (model_name, alias))
+    if row is None:
+        raise NotFound(f"model {model_name!r} has no alias {alias!r}")
+    version = session.get(ModelVersionRow, (model_name, row.version))
+    assert version is not None, "an alias names a stored version (foreign key)"
+    return to_model_version(version)
+
+
+def aliases(session: Session, model_name: str) -> dict[str, str]:
+    rows = session.scalars(select(ModelAliasRow).where(ModelAliasRow.model_name == model_name)
+                           .order_by(ModelAliasRow.alias))
+    return {row.alias: row.version for row in rows}
+
+
+def add_webhook(session: Session, url: str, events: Sequence[str], secret_env: str) -> Webhook:
+    row = WebhookRow(url=url, events=list(events), secret_env=secret_env, created_at=utcnow())
+    session.add(row)
+    session.flush()
+    return to_webhook(row)
+
+
+def webhooks() -> Select[Any]:
+    """Every subscription, to be ordered `BY_WEBHOOK_ID`."""
+    return select(WebhookRow)
+
+
+def record_delivery(
+    session: Session, webhook_id: int, event_id: str, event: str, attempt: int,
+    status_code: int | None, error: str | None, delivered: bool,
+) -> WebhookDelivery:
+    if session.get(WebhookRow, webhook_id) is None:
+        raise NotFound(f"webhook {webhook_id} not found")
+    row = WebhookDeliveryRow(webhook_id=webhook_id, event_id=event_id, event=event,
+                             attempt=attempt, status_code=status_code, error=error,
+                             delivered=delivered, created_at=utcnow())
+    session.add(row)
+    session.flush()
+    return to_delivery(row)
+
+
+def deliveries(webhook_id: int | None) -> Select[Any]:
+    """Delivery attempts (of one webhook, when given), to be ordered `NEWEST_DELIVERY_FIRST`."""
+    query = select(WebhookDeliveryRow)
+    if webhook_id is not None:
+        query = query.where(WebhookDeliveryRow.webhook_id == webhook_id)
+    return query
+
+
+def _locked_versions(session: Session, model_name: str) -> dict[str, ModelVersionRow]:
+    query = (select(ModelVersionRow).where(ModelVersionRow.model_name == model_name)
+             .order_by(ModelVersionRow.version).with_for_update())
+    return {row.version: row for row in session.scalars(query)}
+
+
+def _version(rows: dict[str, ModelVersionRow], model_name: str, version: str) -> ModelVersionRow:
+    if version not in rows:
+        raise NotFound(f"model {model_name!r} version {version!r} not found")
+    return rows[version]
+
+
+def _named(version: str | None) -> str:
+    return "no version" if version is None else f"version {version}"
+
+
+def _change(
+    model_name: str, version: str, from_stage: str | None, to_stage: str,
+    outcome: StageOutcome, *, user: str, reason: str, forced: bool = False,
+    gate_report: Sequence[dict[str, Any]] = (),
+) -> StageChangeRow:
+    return StageChangeRow(model_name=model_name, version=version, from_stage=from_stage,
+                          to_stage=to_stage, outcome=outcome.value, forced=forced, user=user,
+                          reason=reason, gate_report=[dict(g) for g in gate_report],
+                          created_at=utcnow())
