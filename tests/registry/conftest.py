@@ -1,7 +1,7 @@
 """Two fraud models trained once per session, in a home of their own: version 1 (two epochs)
 and version 2 (one epoch, another seed: it scores lower on the same test split). Their spec
 gates test_roc_auc >= `MIN_AUC` and declares a promotion gate: `max_drop` of test_roc_auc
-against production. Each test gets a copy of that home (`registry_home`), as TRAINFORGE_HOME."""
+against production. They record no slices. Each test gets a copy of that home (`registry_home`), as TRAINFORGE_HOME."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from fraud_fixtures import EXAMPLE
 
 from trainforge.config import Settings
 
-V1 = ["training.epochs=2"]
-V2 = ["training.epochs=1", "training.seed=5"]
+NO_SLICES = ["evaluation.slices=[]", "evaluation.plots=false"]  # the slice-gap gate's "none"
+V1 = ["training.epochs=2", *NO_SLICES]
+V2 = ["training.epochs=1", "training.seed=5", *NO_SLICES]
 MIN_AUC = 0.75
 MAX_DROP = 0.001
 
