@@ -1,0 +1,201 @@
+"""The served feature encoder: a fitted `FeaturePipeline` compiled into a function from raw
+records (JSON objects, as a request carries them) to the float32 matrix
+`FeaturePipeline.transform` builds, with numpy only: no pandas frame per request.
+
+Rules:
+- The arithmetic is the transforms' own, value for value: float64 throughout, cast to float32
+  once at the end, so the matrix is byte-identical (`check_served_features` proves it on a run's
+  golden set, and registration refuses a version where it is not).
+- A null is `None` or a float NaN. Numeric columns come in as float64 (NaN for nulls); one-hot
+  matches a value by equality and hash as pandas does (3 matches 3.0), anything else (unseen or
+  null) sets `<column>=__other__`.
+- A NaN or inf left in the matrix is a `FeatureError` naming the record and the feature.
+- A compiled encoder only reads its state: one instance serves every thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trainforge.errors import DataError, FeatureMismatch
+
+Columns = dict[str, np.ndarray]
+_Apply = Callable[[Columns], Columns]
+_NUMERIC_KINDS = ("standardize", "min_max")
+
+
+class FeatureError(DataError):
+    """A record cannot be encoded; `record` is its index in the request, `field` the column or
+    feature at fault."""
+
+    def __init__(self, record: int, field: str, message: str) -> None:
+        self.record, self.field = record, field
+        super().__init__(f"record {record}: field {field!r}: {message}")
+
+
+def is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@dataclass(frozen=True)
+class ServedEncoder:
+    """Raw records to the model's float32 features, exactly as the fitted pipeline does.
+
+    `inputs` are the raw columns it reads, `numeric` those of them read as numbers, and
+    `feature_names` the matrix's columns in order.
+    """
+
+    inputs: tuple[str, ...]
+    numeric: frozenset[str]
+    feature_names: tuple[str, ...]
+    steps: tuple[_Apply, ...]
+
+    def encode(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """The (records, features) float32 matrix; records must hold every input column."""
+        columns = {name: self._column(records, name) for name in self.inputs}
+        for step in self.steps:
+            columns.update(step(columns))
+        matrix = np.empty((len(records), len(self.feature_names)), dtype=np.float64)
+        for index, name in enumerate(self.feature_names):
+            matrix[:, index] = _as_float(columns[name])
+        matrix = matrix.astype(np.float32)
+        if not np.isfinite(matrix).all():
+            row, col = np.argwhere(~np.isfinite(matrix))[0]
+            raise FeatureError(int(row), self.feature_names[col],
+                               "is null or not finite after the feature transforms "
+                               "(no impute transform fills it)")
+        return matrix
+
+    def _column(self, records: Sequence[Mapping[str, Any]], name: str) -> np.ndarray:
+        values = [record[name] for record in records]
+        if name in self.numeric:
+            return _as_float(np.array(values, dtype=object))
+        column = np.empty(len(values), dtype=object)
+        column[:] = values
+        return column
+
+
+def compile_encoder(pipeline: Any) -> ServedEncoder:
+    """Compile a fitted `FeaturePipeline` (its `to_json` state) into a `ServedEncoder`."""
+    import json
+
+    data = json.loads(pipeline.to_json())
+    transforms: list[dict[str, Any]] = data["transforms"]
+    passthrough: list[str] = data["passthrough"]
+    inputs: list[str] = []
+    numeric: set[str] = set(passthrough)
+    produced: set[str] = set()
+    for item in transforms:
+        for column in item["columns"]:
+            if column not in produced and column not in inputs:
+                inputs.append(column)
+                if _reads_numbers(item):
+                    numeric.add(column)
+        produced.update(item["columns"])
+    inputs += [c for c in passthrough if c not in inputs]
+    steps = tuple(_COMPILERS[item["kind"]](item["columns"], item["state"]) for item in transforms)
+    return ServedEncoder(tuple(inputs), frozenset(numeric & set(inputs)),
+                         tuple(pipeline.feature_names), steps)
+
+
+def check_served_features(stored: Any, golden: Any) -> None:
+    """Raise `FeatureMismatch` unless the served encoder of `stored` (a `StoredModel`) builds
+    the same bytes as `FeaturePipeline.transform` on the golden frame, naming the first row
+    (from 1) and feature that differ."""
+    expected = stored.features.transform(golden)
+    encoder = compile_encoder(stored.features)
+    records = golden.to_dict(orient="records")
+    try:
+        served = encoder.encode(records)
+    except FeatureError as exc:
+        raise FeatureMismatch(f"run {stored.run_id}: the served feature encoder fails on "
+                              f"golden row {exc.record + 1}: {exc}") from None
+    if served.shape != expected.shape:
+        raise FeatureMismatch(f"run {stored.run_id}: the served feature encoder builds "
+                              f"{served.shape} features, the pipeline {expected.shape}")
+    differs = served.view(np.uint32) != expected.view(np.uint32)
+    if differs.any():
+        row, col = np.argwhere(differs)[0]
+        raise FeatureMismatch(
+            f"run {stored.run_id}: the served feature encoder differs from the training "
+            f"transform at golden row {row + 1}, feature {encoder.feature_names[col]!r}: "
+            f"{served[row, col]!r} != {expected[row, col]!r}")
+
+
+def _reads_numbers(item: dict[str, Any]) -> bool:
+    if item["kind"] in _NUMERIC_KINDS:
+        return True
+    if item["kind"] == "impute":
+        fills = item["state"]["fill"].values()
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in fills)
+    return False
+
+
+def _as_float(column: np.ndarray) -> np.ndarray:
+    if column.dtype == np.float64:
+        return column
+    if column.dtype != object:
+        return column.astype(np.float64)
+    return np.array([math.nan if is_null(v) else v for v in column.tolist()], dtype=np.float64)
+
+
+def _standardize(columns: list[str], state: dict[str, Any]) -> _Apply:
+    mean, std = state["mean"], state["std"]
+    return lambda values: {c: (_as_float(values[c]) - mean[c]) / std[c] for c in columns}
+
+
+def _min_max(columns: list[str], state: dict[str, Any]) -> _Apply:
+    low = state["min"]
+    scale = {c: (state["max"][c] - state["min"][c]) or 1.0 for c in columns}
+    return lambda values: {c: (_as_float(values[c]) - low[c]) / scale[c] for c in columns}
+
+
+def _impute(columns: list[str], state: dict[str, Any]) -> _Apply:
+    fill = state["fill"]
+
+    def apply(values: Columns) -> Columns:
+        out = {}
+        for c in columns:
+            column = values[c]
+            if column.dtype == np.float64 and isinstance(fill[c], (int, float)):
+                out[c] = np.where(np.isnan(column), fill[c], column)
+            else:
+                filled = np.empty(len(column), dtype=object)
+                filled[:] = [fill[c] if is_null(v) else v for v in column.tolist()]
+                out[c] = filled
+        return out
+
+    return apply
+
+
+def _one_hot(columns: list[str], state: dict[str, Any]) -> _Apply:
+    categories: dict[str, list[Any]] = state["categories"]
+    codes = {c: {value: i for i, value in reversed(list(enumerate(categories[c])))}
+             for c in columns}
+
+    def apply(values: Columns) -> Columns:
+        out = {}
+        for c in columns:
+            other = len(categories[c])
+            found = [codes[c].get(v, other) if not is_null(v) else other
+                     for v in values[c].tolist()]
+            block = np.zeros((len(found), other + 1))
+            block[np.arange(len(found)), found] = 1.0
+            for i, value in enumerate([*categories[c], "__other__"]):
+                out[f"{c}={value}"] = block[:, i]
+        return out
+
+    return apply
+
+
+_COMPILERS: dict[str, Callable[[list[str], dict[str, Any]], _Apply]] = {
+    "standardize": _standardize,
+    "min_max": _min_max,
+    "impute": _impute,
+    "one_hot": _one_hot,
+}
