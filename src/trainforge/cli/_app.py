@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 import trainforge
-from trainforge.cli import _checkpoints, _context, _render, _runs
+from trainforge.cli import _checkpoints, _context, _render, _runs, _serving
 from trainforge.cli._views import (
     model_row,
     pipeline_summary,
@@ -198,6 +198,9 @@ runs_app.command("gc")(_runs.runs_gc)
 runs_app.command("replay")(_runs.runs_replay)
 checkpoints_app.command("list")(_checkpoints.checkpoints_list)
 checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
+app.command("export")(_serving.export)
+app.command("serve")(_serving.serve)
+app.command("predict")(_serving.predict)
 
 
 @runs_app.command("show")

@@ -55,7 +55,7 @@ class RecordChecker:
     """The contract and profile checks of one served version."""
 
     rules: Mapping[str, ColumnRule]
-    required: frozenset[str]
+    required: tuple[str, ...]
     allow_extra: bool
     ranges: Mapping[str, tuple[float, float]]
     categories: Mapping[str, frozenset[Any]]
@@ -68,7 +68,7 @@ class RecordChecker:
                   if "min" in p and "max" in p}
         categories = {c: frozenset(p["categories"]) for c, p in columns.items()
                       if "categories" in p}
-        return cls(dict(contract.columns), frozenset(required), contract.allow_extra_columns,
+        return cls(dict(contract.columns), tuple(required), contract.allow_extra_columns,
                    ranges, categories)
 
     def problems(self, body: Any) -> list[Problem]:
