@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from trainforge.serving import ServedVersion
 
 ModelName = Annotated[str, typer.Argument(help="The registered model's name.")]
+Runtime = Annotated[str, typer.Option(
+    help="auto (onnxruntime where an accepted ONNX export exists, else torch), onnxruntime "
+    "or torch.")]
 
 
 def _artifacts() -> ArtifactStore:
@@ -74,6 +77,7 @@ def serve(
         min=0.0, max=1.0, help="Share of requests the canary version answers.")] = 0.1,
     poll_interval: Annotated[float, typer.Option(
         min=0.1, help="Seconds between reads of the registry's stages.")] = 2.0,
+    runtime: Runtime = "auto",
 ) -> None:
     """Serve model NAME's production version (and its canary) on POST /predict, following
     stage changes without a restart; /health, /metadata, /metrics beside it."""
@@ -81,8 +85,10 @@ def serve(
 
     from trainforge.serving import VersionRouter, create_app
 
+    _check_runtime(runtime)
     store = _context.existing_store()
-    router = VersionRouter(store, name, _loader(store, _artifacts()), canary_share=canary_share)
+    router = VersionRouter(store, name, _loader(store, _artifacts(), runtime),
+                           canary_share=canary_share)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     app = create_app(router, poll_interval=poll_interval)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
@@ -93,23 +99,32 @@ def predict(
         metavar="MODEL[@STAGE|@VERSION]", help="A model name; default stage production.")],
     input_: Annotated[str, typer.Option("--input", help="Parquet file of raw records.")],
     output: Annotated[str, typer.Option(help="Parquet file to write predictions to.")],
+    runtime: Runtime = "auto",
 ) -> None:
     """Score a Parquet file with a model version, streamed in record batches."""
     from trainforge.serving import predict_file, resolve_version
 
+    _check_runtime(runtime)
     store = _context.existing_store()
     try:
         version = resolve_version(store, model)
-        served = _loader(store, _artifacts())(version)
+        served = _loader(store, _artifacts(), runtime)(version)
         rows = predict_file(served, input_, output)
-    except (NotFound, ArtifactError, DataError, OSError) as exc:
+    except (NotFound, ArtifactError, DataError, ExportError, OSError) as exc:
         _render.fail(f"{input_}: {exc}" if isinstance(exc, DataError) else str(exc), 1)
     typer.echo(f"{rows} rows scored by {version.model_name} version {version.version} "
                f"({served.runtime}) -> {output}")
 
 
-def _loader(store: Store, artifacts: ArtifactStore) -> Callable[[ModelVersion], ServedVersion]:
+def _check_runtime(runtime: str) -> None:
+    if runtime not in ("auto", "onnxruntime", "torch"):
+        _render.fail(f"--runtime: expected auto, onnxruntime or torch, got {runtime!r}", 2)
+
+
+def _loader(store: Store, artifacts: ArtifactStore,
+            runtime: str) -> Callable[[ModelVersion], ServedVersion]:
     """Loads a version of the store's registry for serving."""
     from trainforge.serving import load_served_version
 
-    return lambda version: load_served_version(artifacts, version, store.get_run(version.run_id))
+    return lambda version: load_served_version(artifacts, version, store.get_run(version.run_id),
+                                               runtime=runtime)

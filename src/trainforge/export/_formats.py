@@ -91,7 +91,8 @@ def _quiet() -> Iterator[None]:
     try:
         for logger in loggers:
             logger.setLevel(logging.ERROR)
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:

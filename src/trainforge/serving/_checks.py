@@ -6,7 +6,8 @@ Rules:
   required; other contract columns are optional but, when present, must have their type;
   fields the contract does not name are refused unless it allows extra columns.
 - Types, as JSON carries them: int (not true/false), float (int or float), string, bool,
-  datetime (an ISO 8601 string; a datetime in records read from a file). A null is accepted only in a nullable column.
+  datetime (an ISO 8601 string; a datetime in records read from a file). A null is
+  accepted only in a nullable column.
 - A contract's `min`/`max`/`allowed` and the profile are not refusals: a value outside the
   profile's range, or a category the model never learned (encoded as `__other__`), is flagged
   on its record (`out_of_range`, `unseen_category`).

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trainforge.errors import DataError, FeatureMismatch
+from trainforge.errors import ArtifactError, DataError, FeatureMismatch
 
 Columns = dict[str, np.ndarray]
 _Apply = Callable[[Columns], Columns]
@@ -98,32 +98,36 @@ def compile_encoder(pipeline: Any) -> ServedEncoder:
                     numeric.add(column)
         produced.update(item["columns"])
     inputs += [c for c in passthrough if c not in inputs]
+    unknown = [item["kind"] for item in transforms if item["kind"] not in _COMPILERS]
+    if unknown:
+        raise ArtifactError(f"no served encoder for transform kind(s) {unknown}")
     steps = tuple(_COMPILERS[item["kind"]](item["columns"], item["state"]) for item in transforms)
     return ServedEncoder(tuple(inputs), frozenset(numeric & set(inputs)),
                          tuple(pipeline.feature_names), steps)
 
 
-def check_served_features(stored: Any, golden: Any) -> None:
-    """Raise `FeatureMismatch` unless the served encoder of `stored` (a `StoredModel`) builds
-    the same bytes as `FeaturePipeline.transform` on the golden frame, naming the first row
+def check_served_features(pipeline: Any, golden: Any, run_id: str) -> None:
+    """Raise `FeatureMismatch` unless the served encoder of fitted `pipeline` builds the same
+    bytes as `pipeline.transform` on the golden frame of run `run_id`, naming the first row
     (from 1) and feature that differ."""
-    expected = stored.features.transform(golden)
-    encoder = compile_encoder(stored.features)
-    records = golden.to_dict(orient="records")
+    expected = pipeline.transform(golden)
     try:
-        served = encoder.encode(records)
+        encoder = compile_encoder(pipeline)
+        served = encoder.encode(golden.to_dict(orient="records"))
+    except ArtifactError as exc:
+        raise FeatureMismatch(f"run {run_id}: {exc}") from None
     except FeatureError as exc:
-        raise FeatureMismatch(f"run {stored.run_id}: the served feature encoder fails on "
-                              f"golden row {exc.record + 1}: {exc}") from None
+        raise FeatureMismatch(f"run {run_id}: the served feature encoder fails on golden row "
+                              f"{exc.record + 1}: {exc}") from None
     if served.shape != expected.shape:
-        raise FeatureMismatch(f"run {stored.run_id}: the served feature encoder builds "
+        raise FeatureMismatch(f"run {run_id}: the served feature encoder builds "
                               f"{served.shape} features, the pipeline {expected.shape}")
     differs = served.view(np.uint32) != expected.view(np.uint32)
     if differs.any():
         row, col = np.argwhere(differs)[0]
         raise FeatureMismatch(
-            f"run {stored.run_id}: the served feature encoder differs from the training "
-            f"transform at golden row {row + 1}, feature {encoder.feature_names[col]!r}: "
+            f"run {run_id}: the served feature encoder differs from the training transform "
+            f"at golden row {row + 1}, feature {encoder.feature_names[col]!r}: "
             f"{served[row, col]!r} != {expected[row, col]!r}")
 
 

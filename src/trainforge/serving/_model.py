@@ -2,10 +2,10 @@
 then only read (one instance serves every request thread).
 
 The scorer is onnxruntime over `export/model.onnx` when the version's run has an accepted
-`onnx-fp32` export, else the torch module. The contract and profile come from the export
-bundle, or are derived as export would derive them. Loading checks that the served encoder
-reproduces the training features on the golden set (`FeatureMismatch` otherwise). Binary
-labels use the threshold of `evaluation/report.json`, 0.5 when there is none.
+`onnx-fp32` export, else the torch module (or as the caller asks). The contract and profile
+come from the export bundle, or are derived as export would derive them. Loading checks that
+the served encoder reproduces the training features on the golden set (`FeatureMismatch`
+otherwise). Binary labels use the threshold of `evaluation/report.json`, 0.5 without one.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from trainforge.entities import ModelVersion, Run
+from trainforge.errors import ExportError
 from trainforge.serving._checks import RecordChecker
 from trainforge.serving._encoder import ServedEncoder, check_served_features, compile_encoder
 from trainforge.storage.artifacts import ArtifactStore
 
 DEFAULT_THRESHOLD = 0.5
+RUNTIMES = ("auto", "onnxruntime", "torch")
 Scorer = Callable[[np.ndarray], np.ndarray]
 
 
@@ -67,8 +69,14 @@ class ServedVersion:
 
 
 def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Run,
-                        *, threads: int = 1) -> ServedVersion:
-    """Load `version` (of run `run`) for serving; ArtifactError names what is missing."""
+                        *, runtime: str = "auto", threads: int = 1) -> ServedVersion:
+    """Load `version` (of run `run`) for serving; ArtifactError names what is missing.
+
+    `runtime`: "auto" (onnxruntime when the run has an accepted onnx-fp32 export, else torch),
+    "onnxruntime" (ExportError without one) or "torch"; `threads`: onnxruntime's intra-op
+    threads."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     from trainforge.evaluate import load_stored_model
     from trainforge.export import read_export_report, read_golden_set
     from trainforge.export._bundle import (
@@ -79,10 +87,16 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
 
     stored = load_stored_model(artifacts, run.run_id)
     golden = read_golden_set(artifacts, run.run_id)
-    check_served_features(stored, golden)
+    check_served_features(stored.features, golden, run.run_id)
     encoder = compile_encoder(stored.features)
     report = read_export_report(artifacts, run.run_id)
     onnx = report.accepted("onnx-fp32") if report is not None else None
+    if runtime == "onnxruntime" and onnx is None:
+        raise ExportError(f"model {version.model_name} version {version.version}: run "
+                          f"{run.run_id} has no accepted onnx-fp32 export (trainforge export "
+                          f"{version.model_name} {version.version})")
+    if runtime == "torch":
+        onnx = None
     if report is not None:
         contract = read_contract(artifacts.get_bytes(run.run_id, "export/contract.yaml"))
         profile = json.loads(artifacts.get_bytes(run.run_id, "export/profile.json"))

@@ -84,7 +84,8 @@ def _scored(served: ServedVersion, records: list[dict[str, Any]], offset: int) -
         raise DataError(f"row {offset + exc.record + 1}: field {exc.field!r}: "
                         f"{str(exc).split(': ', 2)[-1]}") from None
     columns = _score_columns(served, scores)
-    flags = [[f"{f['field']}:{f['flag']}" for f in found] for found in served.checker.flags(records)]
+    flags = [[f"{f['field']}:{f['flag']}" for f in found]
+             for found in served.checker.flags(records)]
     columns["flags"] = pa.array(flags, type=pa.list_(pa.string()))
     return pa.table(columns)
 
