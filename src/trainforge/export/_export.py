@@ -32,6 +32,7 @@ from trainforge.export._formats import (
     ScoreHead,
     export_onnx,
     export_torchscript,
+    load_torchscript,
     quantize_int8,
 )
 from trainforge.export._report import REPORT_ARTIFACT, ExportReport, VariantReport, judge_variant
@@ -98,7 +99,7 @@ def export_model(
         if torchscript:
             ts_path = Path(tmp) / "model.torchscript.pt"
             export_torchscript(head, example, ts_path)
-            module = torch.jit.load(str(ts_path))
+            module = load_torchscript(ts_path)
             judge("torchscript", ts_path, "torch.jit.trace",
                   lambda x: _torch_scores(module, x), False, (torch_latency, torch_size))
         report = ExportReport(tuple(variants), len(features), metric)

@@ -82,6 +82,12 @@ def export_torchscript(head: ScoreHead, example: torch.Tensor, path: Path) -> No
         traced.save(str(path))
 
 
+def load_torchscript(path: Path) -> torch.jit.ScriptModule:
+    """A TorchScript file loaded back (without torch's deprecation warning)."""
+    with _quiet():
+        return torch.jit.load(str(path))
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """Exporter warnings and the exporter's own printing and log lines, swallowed."""
