@@ -9,8 +9,8 @@ Rules:
 - The answer names the model, version and role (production or canary) that answered, one
   prediction per record with its `flags`, and `flagged`, the number of flagged records.
 - An `X-Request-ID` header routes by its hash (sticky); without it, by a seeded draw.
-- The request path parses with the standard library's json, checks with plain Python and
-  encodes with numpy: no pydantic model per record.
+- The request path is a plain Starlette route: it parses with the standard library's json,
+  checks with plain Python and encodes with the served encoder: no pydantic model per record.
 - `/metrics` (Prometheus text) counts requests, records, errors and flagged inputs, and
   times requests, each labelled by version; the app owns its registry of metrics.
 - The app's lifespan starts the router's poll thread and stops it on shutdown.
@@ -78,7 +78,6 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
 
     app = FastAPI(title=f"trainforge serving {router.model_name}", lifespan=lifespan)
 
-    @app.post("/predict")
     async def predict(request: Request) -> Response:
         start = time.perf_counter()
         chosen = router.choose(request.headers.get("x-request-id"))
@@ -113,6 +112,9 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
         answer = {"model": router.model_name, "version": label, "role": role,
                   "predictions": predictions, "flagged": flagged}
         return Response(json.dumps(answer), media_type="application/json")
+
+    app.add_route("/predict", predict, methods=["POST"])  # a plain Starlette route: no
+    # FastAPI parameter machinery on the hot path
 
     @app.get("/health")
     def health() -> Response:

@@ -4,7 +4,9 @@ records (JSON objects, as a request carries them) to the float32 matrix
 
 Rules:
 - The arithmetic is the transforms' own, value for value: float64 throughout, cast to float32
-  once at the end, so the matrix is byte-identical (`check_served_features` proves it on a run's
+  once at the end. Up to `ROW_PATH_MAX` records go through plain Python floats (the same
+  IEEE-754 double operations numpy performs, without its per-call overhead), more through
+  numpy columns; both are byte-identical (`check_served_features` proves it on a run's
   golden set, and registration refuses a version where it is not).
 - A null is `None` or a float NaN. Numeric columns come in as float64 (NaN for nulls); one-hot
   matches a value by equality and hash as pandas does (3 matches 3.0), anything else (unseen or
@@ -25,8 +27,11 @@ import numpy as np
 from trainforge.errors import ArtifactError, DataError, FeatureMismatch
 
 Columns = dict[str, np.ndarray]
+Values = dict[str, Any]
 _Apply = Callable[[Columns], Columns]
+_ApplyRow = Callable[[Values], None]
 _NUMERIC_KINDS = ("standardize", "min_max")
+ROW_PATH_MAX = 8  # up to this many records, plain Python per record beats numpy's overhead
 
 
 class FeatureError(DataError):
@@ -54,16 +59,37 @@ class ServedEncoder:
     numeric: frozenset[str]
     feature_names: tuple[str, ...]
     steps: tuple[_Apply, ...]
+    row_steps: tuple[_ApplyRow, ...]
 
     def encode(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """The (records, features) float32 matrix; records must hold every input column."""
+        if len(records) <= ROW_PATH_MAX:
+            return self.encode_rows(records)
+        return self.encode_columns(records)
+
+    def encode_columns(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """`encode` through numpy columns."""
         columns = {name: self._column(records, name) for name in self.inputs}
         for step in self.steps:
             columns.update(step(columns))
         matrix = np.empty((len(records), len(self.feature_names)), dtype=np.float64)
         for index, name in enumerate(self.feature_names):
             matrix[:, index] = _as_float(columns[name])
-        matrix = matrix.astype(np.float32)
+        return self._finite(matrix.astype(np.float32))
+
+    def encode_rows(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """`encode` through plain Python values, record by record."""
+        rows = []
+        for record in records:
+            values = {name: _number(record[name]) if name in self.numeric else record[name]
+                      for name in self.inputs}
+            for step in self.row_steps:
+                step(values)
+            rows.append([_number(values[name]) for name in self.feature_names])
+        matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(self.feature_names))
+        return self._finite(matrix.astype(np.float32))
+
+    def _finite(self, matrix: np.ndarray) -> np.ndarray:
         if not np.isfinite(matrix).all():
             row, col = np.argwhere(~np.isfinite(matrix))[0]
             raise FeatureError(int(row), self.feature_names[col],
@@ -102,8 +128,14 @@ def compile_encoder(pipeline: Any) -> ServedEncoder:
     if unknown:
         raise ArtifactError(f"no served encoder for transform kind(s) {unknown}")
     steps = tuple(_COMPILERS[item["kind"]](item["columns"], item["state"]) for item in transforms)
+    is_numeric = numeric & set(inputs)
+    row_steps = []
+    for item in transforms:
+        row_steps.append(_ROW_COMPILERS[item["kind"]](item["columns"], item["state"],
+                                                      frozenset(is_numeric)))
+        is_numeric = _numeric_after(item, is_numeric)
     return ServedEncoder(tuple(inputs), frozenset(numeric & set(inputs)),
-                         tuple(pipeline.feature_names), steps)
+                         tuple(pipeline.feature_names), steps, tuple(row_steps))
 
 
 def check_served_features(pipeline: Any, golden: Any, run_id: str) -> None:
@@ -113,22 +145,31 @@ def check_served_features(pipeline: Any, golden: Any, run_id: str) -> None:
     expected = pipeline.transform(golden)
     try:
         encoder = compile_encoder(pipeline)
-        served = encoder.encode(golden.to_dict(orient="records"))
+        records = golden.to_dict(orient="records")
+        served = encoder.encode_columns(records)
+        by_row = np.concatenate([encoder.encode_rows(records[i:i + 1])
+                                 for i in range(len(records))]) if records else served
     except ArtifactError as exc:
         raise FeatureMismatch(f"run {run_id}: {exc}") from None
     except FeatureError as exc:
         raise FeatureMismatch(f"run {run_id}: the served feature encoder fails on golden row "
                               f"{exc.record + 1}: {exc}") from None
+    for path, matrix in (("", served), (" (record by record)", by_row)):
+        _compare(matrix, expected, encoder.feature_names, f"run {run_id}: the served feature "
+                 f"encoder{path}")
+
+
+def _compare(served: np.ndarray, expected: np.ndarray, names: tuple[str, ...],
+             what: str) -> None:
     if served.shape != expected.shape:
-        raise FeatureMismatch(f"run {run_id}: the served feature encoder builds "
-                              f"{served.shape} features, the pipeline {expected.shape}")
+        raise FeatureMismatch(f"{what} builds {served.shape} features, the pipeline "
+                              f"{expected.shape}")
     differs = served.view(np.uint32) != expected.view(np.uint32)
     if differs.any():
         row, col = np.argwhere(differs)[0]
         raise FeatureMismatch(
-            f"run {run_id}: the served feature encoder differs from the training transform "
-            f"at golden row {row + 1}, feature {encoder.feature_names[col]!r}: "
-            f"{served[row, col]!r} != {expected[row, col]!r}")
+            f"{what} differs from the training transform at golden row {row + 1}, feature "
+            f"{names[col]!r}: {served[row, col]!r} != {expected[row, col]!r}")
 
 
 def _reads_numbers(item: dict[str, Any]) -> bool:
@@ -138,6 +179,24 @@ def _reads_numbers(item: dict[str, Any]) -> bool:
         fills = item["state"]["fill"].values()
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in fills)
     return False
+
+
+def _number(value: Any) -> float:
+    return math.nan if is_null(value) else float(value)
+
+
+def _numeric_after(item: dict[str, Any], numeric: set[str]) -> set[str]:
+    """Which columns hold numbers after transform `item` (as the columnar path has them)."""
+    columns = set(item["columns"])
+    if item["kind"] in _NUMERIC_KINDS:
+        return numeric | columns
+    if item["kind"] == "impute":
+        fill = item["state"]["fill"]
+        kept = {c for c in columns & numeric if isinstance(fill[c], (int, float))}
+        return (numeric - columns) | kept
+    outputs = {f"{c}={v}" for c in columns
+               for v in [*item["state"]["categories"][c], "__other__"]}
+    return numeric | outputs
 
 
 def _as_float(column: np.ndarray) -> np.ndarray:
@@ -196,6 +255,63 @@ def _one_hot(columns: list[str], state: dict[str, Any]) -> _Apply:
 
     return apply
 
+
+def _standardize_row(columns: list[str], state: dict[str, Any], _: frozenset[str]) -> _ApplyRow:
+    mean, std = state["mean"], state["std"]
+
+    def apply(values: Values) -> None:
+        for c in columns:
+            values[c] = (_number(values[c]) - mean[c]) / std[c]
+
+    return apply
+
+
+def _min_max_row(columns: list[str], state: dict[str, Any], _: frozenset[str]) -> _ApplyRow:
+    low = state["min"]
+    scale = {c: (state["max"][c] - state["min"][c]) or 1.0 for c in columns}
+
+    def apply(values: Values) -> None:
+        for c in columns:
+            values[c] = (_number(values[c]) - low[c]) / scale[c]
+
+    return apply
+
+
+def _impute_row(columns: list[str], state: dict[str, Any],
+                numeric: frozenset[str]) -> _ApplyRow:
+    fill = state["fill"]
+    as_number = {c for c in columns if c in numeric and isinstance(fill[c], (int, float))}
+
+    def apply(values: Values) -> None:
+        for c in columns:
+            if is_null(values[c]):
+                values[c] = float(fill[c]) if c in as_number else fill[c]
+
+    return apply
+
+
+def _one_hot_row(columns: list[str], state: dict[str, Any], _: frozenset[str]) -> _ApplyRow:
+    categories: dict[str, list[Any]] = state["categories"]
+    codes = {c: {value: i for i, value in reversed(list(enumerate(categories[c])))}
+             for c in columns}
+    names = {c: [f"{c}={value}" for value in [*categories[c], "__other__"]] for c in columns}
+
+    def apply(values: Values) -> None:
+        for c in columns:
+            value, other = values[c], len(categories[c])
+            code = other if is_null(value) else codes[c].get(value, other)
+            for i, name in enumerate(names[c]):
+                values[name] = 1.0 if i == code else 0.0
+
+    return apply
+
+
+_ROW_COMPILERS: dict[str, Callable[[list[str], dict[str, Any], frozenset[str]], _ApplyRow]] = {
+    "standardize": _standardize_row,
+    "min_max": _min_max_row,
+    "impute": _impute_row,
+    "one_hot": _one_hot_row,
+}
 
 _COMPILERS: dict[str, Callable[[list[str], dict[str, Any]], _Apply]] = {
     "standardize": _standardize,
