@@ -12,7 +12,6 @@ import pandas as pd
 from example_scripts import EXAMPLES
 
 from trainforge.config import Settings
-from trainforge.config._settings import SecretUrl
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.pipeline import run_pipeline
 from trainforge.storage import Store, open_store
@@ -56,8 +55,7 @@ def train_fraud(root: Path, data: Path, *overrides: str) -> TrainedFraud:
     shutil.copy(EXAMPLES / "fraud" / "contract.yaml", project / "contract.yaml")
     shutil.copytree(data, project / "data")
     home = root / "home"
-    settings = Settings(home=home, database_url=SecretUrl(f"sqlite:///{home / 'trainforge.db'}"),
-                        artifact_root=str(home / "artifacts"))
+    settings = Settings.from_env({"TRAINFORGE_HOME": str(home)})
     store = open_store(settings.database_url.get_secret_value())
     artifacts = open_artifact_store(settings.artifact_root)
     result = run_pipeline(project / "pipeline.yaml", ["training.epochs=1", *overrides],

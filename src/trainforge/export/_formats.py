@@ -3,7 +3,9 @@ TorchScript-based one when it fails), dynamic int8 quantization of an ONNX file,
 
 Every format holds `ScoreHead(module, task)`: the model with its score function (sigmoid,
 softmax or none), so a runtime returns the same scores as `predict_scores`, with a dynamic
-batch axis. Exporter warnings and log lines are kept out of the user's output.
+batch axis. Exporter warnings, prints and log lines are kept out of the user's output by
+swapping `sys.stdout` / `sys.stderr` and logger levels while an exporter runs: process-wide
+effects, so export belongs to an entry point (the CLI, a script), not to a serving process.
 """
 
 from __future__ import annotations

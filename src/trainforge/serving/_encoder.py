@@ -39,7 +39,7 @@ class FeatureError(DataError):
     feature at fault."""
 
     def __init__(self, record: int, field: str, message: str) -> None:
-        self.record, self.field = record, field
+        self.record, self.field, self.reason = record, field, message
         super().__init__(f"record {record}: field {field!r}: {message}")
 
 

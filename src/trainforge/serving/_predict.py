@@ -82,7 +82,7 @@ def _scored(served: ServedVersion, records: list[dict[str, Any]], offset: int) -
         scores = served.scorer(served.encoder.encode(records))
     except FeatureError as exc:
         raise DataError(f"row {offset + exc.record + 1}: field {exc.field!r}: "
-                        f"{str(exc).split(': ', 2)[-1]}") from None
+                        f"{exc.reason}") from None
     columns = _score_columns(served, scores)
     flags = [[f"{f['field']}:{f['flag']}" for f in found]
              for found in served.checker.flags(records)]
