@@ -69,11 +69,9 @@ def export_model(
     variants: list[VariantReport] = []
     files: dict[str, Path] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        torch_latency = _latency(lambda x: _torch_scores(head, x), batch)
-        torch_size = len(artifacts.get_bytes(run.run_id, "model/weights.safetensors"))
 
         def judge(name: str, path: Path, exporter: str, scorer: Scorer, int8_: bool,
-                  base: tuple[float, int]) -> VariantReport:
+                  base: tuple[float, int] | None) -> VariantReport:
             scores = scorer(features)
             drop = (reference_metric - score_metric(scores, targets)) if int8_ else None
             report = _judged(name, f"export/{path.name}", exporter, scores, reference, drop,
@@ -89,8 +87,7 @@ def export_model(
         except Exception as exc:
             raise ExportError(f"run {run.run_id}: ONNX export failed with both exporters: "
                               f"{exc}") from exc
-        fp32 = judge("onnx-fp32", onnx_path, exporter, _onnx_scorer(onnx_path), False,
-                     (torch_latency, torch_size))
+        fp32 = judge("onnx-fp32", onnx_path, exporter, _onnx_scorer(onnx_path), False, None)
         if int8:
             int8_path = Path(tmp) / "model.int8.onnx"
             quantize_int8(onnx_path, int8_path)
@@ -101,7 +98,7 @@ def export_model(
             export_torchscript(head, example, ts_path)
             module = load_torchscript(ts_path)
             judge("torchscript", ts_path, "torch.jit.trace",
-                  lambda x: _torch_scores(module, x), False, (torch_latency, torch_size))
+                  lambda x: _torch_scores(module, x), False, None)
         report = ExportReport(tuple(variants), len(features), metric)
         _store_bundle(artifacts, run, stored, golden, files, report)
     return report
@@ -128,11 +125,10 @@ def read_export_report(artifacts: ArtifactStore, run_id: str) -> ExportReport | 
 
 def _judged(name: str, artifact: str, exporter: str, scores: np.ndarray,
             reference: np.ndarray, drop: float | None, latency: float, size: int,
-            base: tuple[float, int], tolerance: float, budget: float) -> VariantReport:
+            base: tuple[float, int] | None, tolerance: float, budget: float) -> VariantReport:
     diff = float(np.max(np.abs(scores.astype(np.float64) - reference))) if len(scores) else 0.0
     reason = judge_variant(max_abs_diff=diff, metric_drop=drop, latency_ms=latency,
-                           size_bytes=size, baseline_latency_ms=base[0],
-                           baseline_size_bytes=base[1], parity_tolerance=tolerance,
+                           size_bytes=size, baseline=base, parity_tolerance=tolerance,
                            metric_budget=budget)
     return VariantReport(name=name, artifact=artifact, accepted=reason is None, reason=reason,
                          max_abs_diff=diff, metric_drop=drop, latency_ms_p50=latency,
