@@ -1,5 +1,5 @@
 """`trainforge serve` as a user starts it: its own process, answering on loopback until it is
-terminated; an unknown runtime is a bad argument."""
+terminated; an unknown model exits 1, an unknown runtime is a bad argument."""
 
 from __future__ import annotations
 
@@ -40,6 +40,12 @@ def test_the_serve_command_answers_predict_until_terminated(trained):
         output, _ = process.communicate(timeout=30)
     assert process.returncode in (0, -15)  # uvicorn shuts down, then re-raises SIGTERM
     assert "serving fraud_detector version" in output
+
+
+def test_an_unknown_model_exits_1(trained):
+    done = subprocess.run([TRAINFORGE, "serve", "no_such_model"], capture_output=True,
+                          text=True, env={**os.environ, **trained.env}, timeout=120)
+    assert done.returncode == 1 and "model 'no_such_model' not found" in done.stderr
 
 
 def test_an_unknown_runtime_exits_2(trained):

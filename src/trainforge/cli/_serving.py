@@ -87,6 +87,8 @@ def serve(
 
     _check_runtime(runtime)
     store = _context.existing_store()
+    if not store.list_model_versions(name, limit=1).items:
+        _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
     router = VersionRouter(store, name, _loader(store, _artifacts(), runtime),
                            canary_share=canary_share)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
