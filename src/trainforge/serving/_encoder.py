@@ -1,6 +1,6 @@
 """The served feature encoder: a fitted `FeaturePipeline` compiled into a function from raw
 records (JSON objects, as a request carries them) to the float32 matrix
-`FeaturePipeline.transform` builds, with numpy only: no pandas frame per request.
+`FeaturePipeline.transform` builds, with plain Python and numpy: no pandas frame per request.
 
 Rules:
 - The arithmetic is the transforms' own, value for value: float64 throughout, cast to float32
