@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -38,6 +39,7 @@ from prometheus_client import (
 from trainforge.serving._encoder import FeatureError
 from trainforge.serving._router import VersionRouter
 
+log = logging.getLogger("trainforge")
 MAX_BODY_BYTES = 10 * 1024 * 1024
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -105,6 +107,10 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
         except FeatureError as exc:
             metrics.errors.labels(label, "422").inc()
             return _detail([{"record": exc.record, "field": exc.field, "error": str(exc)}])
+        except Exception:  # a fault of the served model: counted, logged, answered 500
+            log.exception("serving %s version %s failed", router.model_name, label)
+            metrics.errors.labels(label, "500").inc()
+            return _error(500, f"version {label} failed to score the records (see the log)")
         flagged = _count_flags(metrics, label, predictions)
         metrics.requests.labels(label, role).inc()
         metrics.records.labels(label).inc(len(predictions))

@@ -5,7 +5,7 @@ Rules:
 - A request is a non-empty JSON list of objects. Every column the feature pipeline reads is
   required; other contract columns are optional but, when present, must have their type;
   fields the contract does not name are refused unless it allows extra columns.
-- Types, as JSON carries them: int (not true/false), float (int or float), string, bool,
+- Types, as JSON carries them: int (not true/false), float (a finite int or float), string, bool,
   datetime (an ISO 8601 string; a datetime in records read from a file). A null is
   accepted only in a nullable column.
 - A contract's `min`/`max`/`allowed` and the profile are not refusals: a value outside the
@@ -42,13 +42,13 @@ def _is_datetime(value: Any) -> bool:
 
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "int": lambda v: type(v) is int,
-    "float": lambda v: type(v) is float or type(v) is int,
+    "float": lambda v: type(v) is int or (type(v) is float and math.isfinite(v)),
     "string": lambda v: type(v) is str,
     "bool": lambda v: type(v) is bool,
     "datetime": _is_datetime,
 }
-_EXPECTED = {"int": "an integer", "float": "a number", "string": "text", "bool": "true or false",
-             "datetime": "an ISO 8601 date-time string"}
+_EXPECTED = {"int": "an integer", "float": "a finite number", "string": "text",
+             "bool": "true or false", "datetime": "an ISO 8601 date-time string"}
 
 
 @dataclass(frozen=True)
