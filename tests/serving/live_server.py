@@ -1,14 +1,18 @@
-"""A real uvicorn server on a free loopback port, run in a thread for the length of a test."""
+"""A real uvicorn server on a free loopback port, run in a thread for the length of a test,
+and records as its clients send them."""
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
+import pandas as pd
 import uvicorn
 from fastapi import FastAPI
 
@@ -45,3 +49,10 @@ def wait_for(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-d
     while not check():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.1)
+
+
+def records_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as a client sends them: JSON values, ISO date-times, null for missing."""
+    rows = frame.assign(ts=frame["ts"].map(lambda t: t.isoformat())).to_dict(orient="records")
+    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            for row in rows]

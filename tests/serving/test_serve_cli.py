@@ -11,8 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_server import free_port
-from test_server import records_of
+from live_server import free_port, records_of
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 

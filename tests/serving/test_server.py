@@ -4,7 +4,6 @@ keeps answering), profile flags, metrics, canary routing and stage changes witho
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +12,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from live_server import live_server, wait_for
+from live_server import live_server, records_of, wait_for
 from trained_fraud import TrainedFraud
 
 from trainforge.entities import ModelStage
@@ -21,13 +20,6 @@ from trainforge.evaluate import load_stored_model
 from trainforge.serving import VersionRouter, create_app, load_served_version
 
 CANARY_SHARE = 0.1
-
-
-def records_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as a client sends them: JSON values, ISO date-times, null for missing."""
-    rows = frame.assign(ts=frame["ts"].map(lambda t: t.isoformat())).to_dict(orient="records")
-    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-            for row in rows]
 
 
 def router_of(trained: TrainedFraud, runtime: str = "auto",
