@@ -128,8 +128,8 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
 def _threshold(artifacts: ArtifactStore, run_id: str) -> float:
     if "evaluation/report.json" not in artifacts.list_names(run_id):
         return DEFAULT_THRESHOLD
-    report = json.loads(artifacts.get_bytes(run_id, "evaluation/report.json"))
-    return float(report.get("threshold", DEFAULT_THRESHOLD))
+    threshold = json.loads(artifacts.get_bytes(run_id, "evaluation/report.json")).get("threshold")
+    return DEFAULT_THRESHOLD if threshold is None else float(threshold)
 
 
 def _onnx_scorer(model: bytes, threads: int) -> Scorer:
