@@ -9,7 +9,8 @@ import pytest
 
 import trainforge
 
-LAZY_PACKAGES = ["trainforge", "trainforge.config", "trainforge.evaluate", "trainforge.models",
+LAZY_PACKAGES = ["trainforge", "trainforge.config", "trainforge.evaluate", "trainforge.export",
+                 "trainforge.models", "trainforge.serving",
                  "trainforge.pipeline", "trainforge.storage", "trainforge.tracking",
                  "trainforge.train"]
 

@@ -4,7 +4,8 @@
     ├── SpecError                   a pipeline spec or contract file is malformed or invalid
     ├── DataError                   input data cannot be used
     │   ├── DataNotFound            no file matches the configured source
-    │   └── DataValidationError     rows break the schema contract (carries the report)
+    │   ├── DataValidationError     rows break the schema contract (carries the report)
+    │   └── FeatureMismatch         the served feature encoder differs from the training transform
     ├── StoreError                  the tracking database cannot do what was asked
     │   ├── NotFound                a run, experiment or model version does not exist
     │   │   └── DatabaseNotFound    no trainforge database at a URL (opened with create=False)
@@ -16,6 +17,7 @@
     │   └── ObjectNotFound          no object under that key
     ├── ArtifactError               an artifact name or file is unusable
     ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
+    ├── ExportError                 a model cannot be exported, or no export can be served
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
     ├── Preempted                   a preemption signal stopped the process (checkpoint saved)
     ├── ResumeRefused               a run cannot be resumed as asked (names the run and why)
@@ -62,6 +64,11 @@ class DataValidationError(DataError):
     def __init__(self, message: str, report: Any) -> None:
         self.report = report
         super().__init__(message)
+
+
+class FeatureMismatch(DataError):
+    """The served feature encoder does not reproduce the training transform on a run's golden
+    set; the message names the run, the first row that differs and the feature."""
 
 
 class StoreError(TrainforgeError):
@@ -131,6 +138,11 @@ class ArtifactError(TrainforgeError):
 
 class CheckpointError(TrainforgeError):
     """A checkpoint cannot be saved, verified or loaded; the message names its location."""
+
+
+class ExportError(TrainforgeError):
+    """A model cannot be exported, or an exported file cannot be loaded; names the run and
+    the file."""
 
 
 class TrainingError(TrainforgeError):

@@ -91,7 +91,7 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
                               values["splits"], run)
     values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)
     values |= _steps.register(spec.registry, registry, values["trained"], values["evaluation"],
-                              values["gate"], run)
+                              values["gate"], values["splits"], values["feature_pipeline"], run)
 
     assert recorder.data_version is not None and recorder.data_version.num_rows == 24_000
     plots = {f"evaluation/plots/{name}.png" for name in (

@@ -1,7 +1,8 @@
 """Two fraud models trained once per session, in a home of their own: version 1 (two epochs)
 and version 2 (one epoch, another seed: it scores lower on the same test split). Their spec
 gates test_roc_auc >= `MIN_AUC` and declares a promotion gate: `max_drop` of test_roc_auc
-against production. They record no slices. Each test gets a copy of that home (`registry_home`), as TRAINFORGE_HOME."""
+against production. They record no slices. Each test gets a copy of that home
+(`registry_home`), as TRAINFORGE_HOME."""
 
 from __future__ import annotations
 

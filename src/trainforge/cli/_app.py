@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 import trainforge
-from trainforge.cli import _checkpoints, _context, _models, _pbt, _render, _runs, _webhooks
+from trainforge.cli import (
+    _checkpoints,
+    _context,
+    _models,
+    _pbt,
+    _render,
+    _runs,
+    _serving,
+    _webhooks,
+)
 from trainforge.cli._views import pipeline_summary, run_fields
 from trainforge.config import redact_argument
 from trainforge.errors import (
@@ -206,6 +215,9 @@ models_app.command("alias")(_models.models_alias)
 webhooks_app.command("add")(_webhooks.webhooks_add)
 webhooks_app.command("list")(_webhooks.webhooks_list)
 webhooks_app.command("deliveries")(_webhooks.webhooks_deliveries)
+app.command("export")(_serving.export)
+app.command("serve")(_serving.serve)
+app.command("predict")(_serving.predict)
 
 
 @runs_app.command("show")

@@ -31,7 +31,7 @@ def build_training_dag(
             "features",
             partial(_steps.features, spec.features, spec.data, task),
             ("raw", "splits", "run"),
-            ("dataset",),
+            ("dataset", "feature_pipeline"),
         ),
         Step("train", partial(_steps.train, spec, tuple(callbacks), preemption),
              ("dataset", "run"), ("trained",)),
@@ -49,7 +49,7 @@ def build_training_dag(
         Step(
             "register",
             partial(_steps.register, spec.registry, registry),
-            ("trained", "evaluation", "gate", "run"),
+            ("trained", "evaluation", "gate", "splits", "feature_pipeline", "run"),
             ("model_version",),
         ),
     )

@@ -128,7 +128,7 @@ def features(
         feature_names=tuple(pipeline.feature_names),
         classes=classes,
     )
-    return {"dataset": dataset}
+    return {"dataset": dataset, "feature_pipeline": pipeline}
 
 
 def _locate_part(raw: IngestResult, positions: np.ndarray) -> Callable[[int], str]:
@@ -216,11 +216,17 @@ def gate(spec: EvaluationSpec, trained: TrainedModel, evaluation: EvalReport,
 
 
 def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained: TrainedModel,
-             evaluation: EvalReport, gate: GateResult, run: RunRecorder) -> dict[str, Any]:
+             evaluation: EvalReport, gate: GateResult, splits: Splits,
+             feature_pipeline: FeaturePipeline, run: RunRecorder) -> dict[str, Any]:
     """A version in `staging` with its lineage (data version, git commit, the feature
-    pipeline's hash, the environment) when the gates passed; nothing otherwise."""
+    pipeline's hash, the environment) when the gates passed; nothing otherwise.
+    `FeatureMismatch` first when the served feature encoder does not reproduce the training
+    features on the golden set (the test split)."""
     if spec is None or registry is None or not gate.passed:
         return {"model_version": None}
+    from trainforge.serving import check_served_features
+
+    check_served_features(feature_pipeline, splits.test, run.run_id)
     info = run.info()
     version: ModelVersion = registry.create_model_version(
         spec.model_name,

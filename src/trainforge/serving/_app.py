@@ -1,0 +1,177 @@
+"""The predict app (FastAPI): `/predict`, `/health`, `/metadata`, `/metrics` over a
+`VersionRouter`.
+
+Rules:
+- `POST /predict` takes a JSON list of raw records. A body over `max_body_bytes` is 413; body
+  that is not JSON, not a non-empty list of objects, or records that break the contract are
+  422 with `detail`: a list of `{record, field, error}`; no production version is 503. Every
+  error leaves the server answering.
+- The answer names the model, version and role (production or canary) that answered, one
+  prediction per record with its `flags`, and `flagged`, the number of flagged records.
+- An `X-Request-ID` header routes by its hash (sticky); without it, by a seeded draw.
+- The request path is a plain Starlette route: it parses with the standard library's json,
+  checks with plain Python and encodes with the served encoder: no pydantic model per record.
+- `/metrics` (Prometheus text) counts requests, records, errors and flagged inputs, and
+  times requests, each labelled by version; the app owns its registry of metrics.
+- The app's lifespan starts the router's poll thread and stops it on shutdown.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+from trainforge.serving._encoder import FeatureError
+from trainforge.serving._router import VersionRouter
+
+log = logging.getLogger("trainforge")
+MAX_BODY_BYTES = 10 * 1024 * 1024
+LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("trainforge_predict_requests", "Answered /predict requests",
+                                ["version", "role"], registry=self.registry)
+        self.records = Counter("trainforge_predict_records", "Records scored",
+                               ["version"], registry=self.registry)
+        self.errors = Counter("trainforge_predict_errors", "Refused /predict requests",
+                              ["version", "status"], registry=self.registry)
+        self.flagged = Counter("trainforge_predict_flagged_inputs",
+                               "Input values outside the training profile",
+                               ["version", "field", "flag"], registry=self.registry)
+        self.latency = Histogram("trainforge_predict_latency_seconds",
+                                 "Time to answer /predict", ["version"],
+                                 buckets=LATENCY_BUCKETS, registry=self.registry)
+
+
+def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
+               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    """The app serving `router`'s versions; it refreshes them at start and every
+    `poll_interval` seconds while it runs."""
+    metrics = _Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        router.refresh()
+        stop = threading.Event()
+        poller = threading.Thread(target=router.poll, args=(stop, poll_interval),
+                                  name="trainforge-serving-poll", daemon=True)
+        poller.start()
+        yield
+        stop.set()
+        poller.join()
+
+    app = FastAPI(title=f"trainforge serving {router.model_name}", lifespan=lifespan)
+
+    async def predict(request: Request) -> Response:
+        start = time.perf_counter()
+        chosen = router.choose(request.headers.get("x-request-id"))
+        if chosen is None:
+            metrics.errors.labels("none", "503").inc()
+            return _error(503, f"no production version of model {router.model_name!r}")
+        served, role = chosen
+        label = served.label
+        body = await _read_body(request, max_body_bytes)
+        if body is None:
+            metrics.errors.labels(label, "413").inc()
+            return _error(413, f"request body over {max_body_bytes} bytes")
+        try:
+            records = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            metrics.errors.labels(label, "422").inc()
+            return _detail([{"record": None, "field": None,
+                             "error": f"body is not valid JSON: {exc}"}])
+        problems = served.checker.problems(records)
+        if problems:
+            metrics.errors.labels(label, "422").inc()
+            return _detail(problems)
+        try:
+            predictions = served.predict(records)
+        except FeatureError as exc:
+            metrics.errors.labels(label, "422").inc()
+            return _detail([{"record": exc.record, "field": exc.field, "error": str(exc)}])
+        except Exception:  # a fault of the served model: counted, logged, answered 500
+            log.exception("serving %s version %s failed", router.model_name, label)
+            metrics.errors.labels(label, "500").inc()
+            return _error(500, f"version {label} failed to score the records (see the log)")
+        flagged = _count_flags(metrics, label, predictions)
+        metrics.requests.labels(label, role).inc()
+        metrics.records.labels(label).inc(len(predictions))
+        metrics.latency.labels(label).observe(time.perf_counter() - start)
+        answer = {"model": router.model_name, "version": label, "role": role,
+                  "predictions": predictions, "flagged": flagged}
+        return Response(json.dumps(answer), media_type="application/json")
+
+    app.add_route("/predict", predict, methods=["POST"])  # a plain Starlette route: no
+    # FastAPI parameter machinery on the hot path
+
+    @app.get("/health")
+    def health() -> Response:
+        served = router.served
+        versions = {"production": served.production.label if served.production else None,
+                    "canary": served.canary.label if served.canary else None}
+        status = 200 if served.production is not None else 503
+        return JSONResponse({"status": "ok" if status == 200 else "no production version",
+                             "model": router.model_name, "versions": versions}, status)
+
+    @app.get("/metadata")
+    def metadata() -> dict[str, Any]:
+        served = router.served
+        return {"model": router.model_name, "canary_share": router.canary_share,
+                "production": served.production.metadata if served.production else None,
+                "canary": served.canary.metadata if served.canary else None}
+
+    @app.get("/metrics")
+    def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None once it is known to exceed `limit` (read no further)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _count_flags(metrics: _Metrics, label: str, predictions: list[dict[str, Any]]) -> int:
+    flagged = 0
+    for prediction in predictions:
+        if prediction["flags"]:
+            flagged += 1
+            for flag in prediction["flags"]:
+                metrics.flagged.labels(label, flag["field"], flag["flag"]).inc()
+    return flagged
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"detail": [{"record": None, "field": None, "error": message}]}, status)
+
+
+def _detail(problems: list[dict[str, Any]]) -> Response:
+    return JSONResponse({"detail": problems}, 422)

@@ -1,0 +1,156 @@
+"""One served model version: its checks, its feature encoder and its scorer, loaded once and
+then only read (one instance serves every request thread).
+
+The scorer is onnxruntime over `export/model.onnx` when the version's run has an accepted
+`onnx-fp32` export, else the torch module (or as the caller asks). The contract and profile
+come from the export bundle, or are derived as export would derive them. Loading checks that
+the served encoder reproduces the training features on the golden set (`FeatureMismatch`
+otherwise). Binary labels use the threshold of `evaluation/report.json`, 0.5 without one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trainforge.entities import ModelVersion, Run
+from trainforge.errors import ExportError
+from trainforge.serving._checks import RecordChecker
+from trainforge.serving._encoder import ServedEncoder, check_served_features, compile_encoder
+from trainforge.storage.artifacts import ArtifactStore
+
+DEFAULT_THRESHOLD = 0.5
+RUNTIMES = ("auto", "onnxruntime", "torch")
+Scorer = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ServedVersion:
+    """A model version ready to answer: check, encode, score, label."""
+
+    version: ModelVersion
+    runtime: str
+    task: str
+    classes: tuple[Any, ...]
+    threshold: float
+    checker: RecordChecker
+    encoder: ServedEncoder
+    scorer: Scorer
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.version.version
+
+    def predict(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One answer per record (records already passed `checker.problems`)."""
+        scores = self.scorer(self.encoder.encode(records))
+        flags = self.checker.flags(records)
+        return [{**answer, "flags": found}
+                for answer, found in zip(self.answers(scores), flags, strict=True)]
+
+    def answers(self, scores: np.ndarray) -> list[dict[str, Any]]:
+        """Scores as predictions: binary probability and label by the threshold, multiclass
+        class and probabilities, regression value."""
+        if self.task == "binary":
+            labels = self.classes or (0, 1)
+            return [{"prediction": labels[int(p >= self.threshold)], "probability": p}
+                    for p in scores.tolist()]
+        if self.task == "multiclass":
+            names = [str(c) for c in self.classes]
+            return [{"prediction": self.classes[int(np.argmax(row))],
+                     "probabilities": dict(zip(names, row, strict=True))}
+                    for row in scores.tolist()]
+        return [{"prediction": value} for value in scores.tolist()]
+
+
+def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Run,
+                        *, runtime: str = "auto", threads: int = 1) -> ServedVersion:
+    """Load `version` (of run `run`) for serving; ArtifactError names what is missing.
+
+    `runtime`: "auto" (onnxruntime when the run has an accepted onnx-fp32 export, else torch),
+    "onnxruntime" (ExportError without one) or "torch"; `threads`: onnxruntime's intra-op
+    threads."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    from trainforge.evaluate import load_stored_model
+    from trainforge.export import read_export_report, read_golden_set
+    from trainforge.export._bundle import (
+        read_contract,
+        served_contract,
+        training_profile,
+    )
+
+    stored = load_stored_model(artifacts, run.run_id)
+    golden = read_golden_set(artifacts, run.run_id)
+    check_served_features(stored.features, golden, run.run_id)
+    encoder = compile_encoder(stored.features)
+    report = read_export_report(artifacts, run.run_id)
+    onnx = report.accepted("onnx-fp32") if report is not None else None
+    if runtime == "onnxruntime" and onnx is None:
+        raise ExportError(f"model {version.model_name} version {version.version}: run "
+                          f"{run.run_id} has no accepted onnx-fp32 export (trainforge export "
+                          f"{version.model_name} {version.version})")
+    if runtime == "torch":
+        onnx = None
+    if report is not None:
+        contract = read_contract(artifacts.get_bytes(run.run_id, "export/contract.yaml"))
+        profile = json.loads(artifacts.get_bytes(run.run_id, "export/profile.json"))
+    else:
+        contract_file = run.params.get("data", {}).get("contract")
+        contract = served_contract(stored.features, golden, contract_file)
+        profile = training_profile(stored.features, golden)
+    if onnx is not None:
+        scorer = _onnx_scorer(artifacts.get_bytes(run.run_id, onnx.artifact), threads)
+        runtime = "onnxruntime"
+    else:
+        scorer = _torch_scorer(stored.module, stored.task)
+        runtime = "torch"
+    checker = RecordChecker.build(contract, list(encoder.inputs), profile)
+    threshold = _threshold(artifacts, run.run_id)
+    metadata = {
+        "model": version.model_name, "version": version.version, "stage": version.stage.value,
+        "run_id": version.run_id, "data_version_id": version.data_version_id,
+        "git_commit": version.git_commit, "created_at": version.created_at.isoformat(),
+        "metrics": version.metrics, "runtime": runtime, "task": stored.task,
+        "threshold": threshold if stored.task == "binary" else None,
+        "features_hash": stored.features.content_hash, "inputs": list(encoder.inputs),
+        "export": report.to_dict() if report is not None else None,
+    }
+    return ServedVersion(version, runtime, stored.task, stored.classes, threshold, checker,
+                         encoder, scorer, metadata)
+
+
+def _threshold(artifacts: ArtifactStore, run_id: str) -> float:
+    if "evaluation/report.json" not in artifacts.list_names(run_id):
+        return DEFAULT_THRESHOLD
+    threshold = json.loads(artifacts.get_bytes(run_id, "evaluation/report.json")).get("threshold")
+    return DEFAULT_THRESHOLD if threshold is None else float(threshold)
+
+
+def _onnx_scorer(model: bytes, threads: int) -> Scorer:
+    import onnxruntime as ort
+
+    from trainforge.export._formats import INPUT_NAME
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return lambda features: np.asarray(session.run(None, {INPUT_NAME: features})[0])
+
+
+def _torch_scorer(module: Any, task: str) -> Scorer:
+    import torch
+
+    from trainforge.evaluate import outputs_to_scores
+
+    def score(features: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return outputs_to_scores(module(torch.from_numpy(features)), task)
+
+    return score

@@ -1,0 +1,58 @@
+"""A real uvicorn server on a free loopback port, run in a thread for the length of a test,
+and records as its clients send them."""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pandas as pd
+import uvicorn
+from fastapi import FastAPI
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def live_server(app: FastAPI) -> Iterator[httpx.Client]:
+    """A client of `app` served by uvicorn on 127.0.0.1 until the block ends."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def wait_for(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll `check()` until it is true (a condition the server reaches on its own)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.1)
+
+
+def records_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as a client sends them: JSON values, ISO date-times, null for missing."""
+    rows = frame.assign(ts=frame["ts"].map(lambda t: t.isoformat())).to_dict(orient="records")
+    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            for row in rows]
