@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 import trainforge
-from trainforge.cli import _checkpoints, _context, _render, _runs
+from trainforge.cli import _checkpoints, _context, _render, _runs, _tune
 from trainforge.cli._views import (
     model_row,
     pipeline_summary,
@@ -52,6 +52,8 @@ checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the che
 app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
 app.add_typer(checkpoints_app, name="checkpoints")
+app.add_typer(_tune.tune_app, name="tune")
+app.command("tune-worker")(_tune.tune_worker)
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(

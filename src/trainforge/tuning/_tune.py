@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 import optuna
 
 from trainforge.config import PipelineSpec, Settings
-from trainforge.errors import Conflict, NotFound, SpecError, TrainforgeError
+from trainforge.errors import Conflict, NotFound, SpecError
 from trainforge.pipeline import PipelineResult, PipelineServices, plan_pipeline, run_pipeline
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import start_run
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from trainforge.storage import Store
 
 SPEC_OBJECT = "<PipelineSpec object>"
+log = logging.getLogger("trainforge")
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,8 @@ def tune(
         optuna_study = create_study(storage, name, context, source)
         if workers > 1:
             codes = wait_for(start_local_workers(name, workers, services.settings))
-            if any(codes):
-                raise TrainforgeError(f"study {name}: worker exit codes {codes}")
+            if any(codes):  # a dead worker's trial was retried by the others
+                log.warning("study %s: worker exit codes %s", name, codes)
         else:
             build = objective or PipelineObjective
             work(optuna_study, storage, build(context, services, name),
