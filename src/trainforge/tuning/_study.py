@@ -81,6 +81,7 @@ def create_study(storage: optuna.storages.BaseStorage, name: str,
                  context: StudyContext, source: str) -> optuna.Study:
     """A new study `name` with its budget enqueued; `Conflict` if the name is taken."""
     tuning = context.tuning
+    budget = _budget(tuning, source)
     try:
         study = optuna.create_study(storage=storage, study_name=name,
                                     direction=tuning.objective.direction,
@@ -90,7 +91,7 @@ def create_study(storage: optuna.storages.BaseStorage, name: str,
         raise Conflict(f"study {name!r} exists already: join it with `trainforge tune-worker "
                        f"{name}`, or name a new one with --study") from None
     study.set_user_attr(CONTEXT_KEY, context.to_json())
-    for values in _budget(tuning, source):
+    for values in budget:
         study.enqueue_trial(values)
     return study
 
