@@ -39,12 +39,14 @@ log = logging.getLogger("trainforge")
 
 @dataclass(frozen=True)
 class TuneResult:
-    """A finished study: its summary, the plots saved on its run, and the refit's result
-    (None without `tuning.refit`, or with no complete trial)."""
+    """A finished study: its summary, the plots saved on its run, the refit's result (None
+    without `tuning.refit`, or with no complete trial) and the exit codes of the local worker
+    processes (none when the trials ran in this process)."""
 
     summary: StudySummary
     plots: list[str]
     refit: PipelineResult | None
+    worker_exit_codes: list[int]
 
 
 def study_name_of(spec: PipelineSpec) -> str:
@@ -94,6 +96,7 @@ def tune(
         context = StudyContext(plan.spec, source if plan.source else None, plan.overrides,
                                run.run_id, deadline)
         optuna_study = create_study(storage, name, context, source)
+        codes: list[int] = []
         if workers > 1:
             codes = wait_for(start_local_workers(name, workers, services.settings))
             if any(codes):  # a dead worker's trial was retried by the others
@@ -106,7 +109,7 @@ def tune(
         record_on_run(run, summary)
         plots = save_plots(run, optuna_study)
         refit = _refit(context, services, summary) if tuning.refit else None
-    return TuneResult(summary, plots, refit)
+    return TuneResult(summary, plots, refit, codes)
 
 
 def _check_new(storage: optuna.storages.BaseStorage, name: str) -> None:

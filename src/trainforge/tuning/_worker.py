@@ -97,8 +97,10 @@ def run_trial(study: optuna.Study, storage: SqlJournalStorage, trial: optuna.Tri
 def start_local_workers(study_name: str, count: int,
                         settings: Settings) -> list[subprocess.Popen[bytes]]:
     """`count` worker processes (`python -m trainforge.tuning STUDY`) on this machine, with
-    the settings' database, home and artifact root."""
-    env = {**os.environ, "TRAINFORGE_HOME": str(settings.home),
+    the settings' database, home and artifact root, sharing the CPU cores between them (each
+    gets `OMP_NUM_THREADS` = cores / count unless the environment sets it)."""
+    threads = str(max(1, (os.cpu_count() or 1) // count))
+    env = {"OMP_NUM_THREADS": threads, **os.environ, "TRAINFORGE_HOME": str(settings.home),
            "TRAINFORGE_DB": settings.database_url.get_secret_value(),
            "TRAINFORGE_ARTIFACTS": settings.artifact_root}
     return [subprocess.Popen([sys.executable, "-m", "trainforge.tuning", study_name], env=env)
