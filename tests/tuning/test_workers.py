@@ -68,7 +68,8 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_retried(digits_project, 
     killer.start()
     try:
         result = tune(digits_project / "pipeline.yaml",
-                      [*QUICK, "training.epochs=3", "tuning.sampler=random"],
+                      [*QUICK, "training.epochs=3", "tuning.sampler=random",
+                       "tuning.pruner.type=none"],
                       trials=4, workers=2, study="killed")
     finally:
         stop.set()
