@@ -9,7 +9,6 @@ from itertools import product
 import optuna
 import pytest
 
-from trainforge.config import load_spec
 from trainforge.errors import Conflict
 from trainforge.tuning import StudyContext, create_study, load_study, open_storage, sample, work
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 from typing import Annotated, Any, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -34,7 +33,7 @@ TRIAL_COLUMNS = ["trial", "state", "value", "params", "run", "seconds"]
 class TuneGroup(TyperGroup):
     """`tune SPEC ...` runs a study (the `run` subcommand); `tune show|list ...` read them."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer vendors click
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
