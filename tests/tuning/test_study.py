@@ -4,6 +4,7 @@ and a re-run with one worker and the same seed samples the same trials."""
 
 from __future__ import annotations
 
+import time
 from itertools import product
 
 import optuna
@@ -100,3 +101,22 @@ def test_a_study_name_is_taken_once_and_found_again(digits_project, sqlite_url):
     study, found = load_study(open_storage(sqlite_url), "named")
     assert found == context and study.direction.name == "MAXIMIZE"
     assert len(study.get_trials(states=(optuna.trial.TrialState.WAITING,))) == 2
+
+
+def test_a_study_bounded_by_time_only_asks_for_trials_until_its_deadline(digits_project,
+                                                                         sqlite_url):
+    overrides = ["tuning.sampler=random", "tuning.trials=null", "tuning.timeout_minutes=1"]
+    context = _context(digits_project, overrides)
+    storage = open_storage(sqlite_url)
+    study = create_study(storage, "timed", context, "pipeline.yaml")
+    assert study.trials == []  # nothing enqueued: no trial budget
+
+    def objective(trial: optuna.Trial) -> float:
+        time.sleep(0.2)
+        return trial.suggest_float("training.optimizer.lr", 0.001, 0.01)
+
+    deadline = time.time() + 1.5
+    ran = work(study, storage, objective, bounded=False, deadline=deadline)
+    assert ran == len(study.trials) >= 2
+    assert time.time() >= deadline
+    assert {t.state for t in study.trials} == {optuna.trial.TrialState.COMPLETE}

@@ -86,3 +86,6 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_retried(digits_project, 
     assert len(retries) == 1 and retries[0].state is TrialState.COMPLETE
     assert retries[0].params == failed.params
     assert result.summary.states == {"complete": 4, "fail": 1}
+    dead_run = home_store().get_run(failed.user_attrs["run_id"])
+    assert dead_run.status is RunStatus.CRASHED and "lost its worker" in dead_run.error
+    assert home_store().get_run(retries[0].user_attrs["run_id"]).status is RunStatus.COMPLETED

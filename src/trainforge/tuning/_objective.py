@@ -19,12 +19,12 @@ from trainforge.pipeline import PipelineServices, run_pipeline
 from trainforge.tracking import active_run
 from trainforge.train import Callback
 from trainforge.tuning._space import sample, trial_overrides
+from trainforge.tuning._study import RUN_ID_ATTR
 
 if TYPE_CHECKING:
     from trainforge.train import Trainer
     from trainforge.tuning._study import StudyContext
 
-RUN_ID_ATTR = "run_id"  # the trial's user attr naming its tracked run
 # Trials train without registering: `refit` registers the best values once.
 TRIAL_OVERRIDES = ("registry=null",)
 

@@ -17,9 +17,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from trainforge.tracking import RunHandle
-from trainforge.tuning._objective import RUN_ID_ATTR
 from trainforge.tuning._space import decoded
-from trainforge.tuning._study import StudyContext, load_study
+from trainforge.tuning._study import RUN_ID_ATTR, StudyContext, load_study
 from trainforge.tuning._worker import ERROR_ATTR
 
 log = logging.getLogger("trainforge")

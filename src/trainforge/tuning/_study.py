@@ -30,10 +30,13 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from trainforge.config import PipelineSpec, PrunerSpec, TuningSpec
+from trainforge.entities import RunStatus
 from trainforge.errors import Conflict, NotFound
+from trainforge.storage import open_store
 from trainforge.storage.sql_tuning_journal import SqlJournalBackend, SqlJournalStorage
 from trainforge.tuning._space import grid
 
+RUN_ID_ATTR = "run_id"  # the trial's user attr naming its tracked run
 HEARTBEAT_INTERVAL_S = 5
 MAX_RETRIES = 3  # a trial whose workers keep dying is given up after this many retries
 CONTEXT_KEY = "trainforge"  # the study user attr holding the spec, study run and deadline
@@ -69,12 +72,34 @@ class StudyContext:
 
 def open_storage(url: str, heartbeat_interval_s: int = HEARTBEAT_INTERVAL_S) -> SqlJournalStorage:
     """Optuna's storage in the database at `url`: a dead worker's trial is failed after two
-    missed heartbeats and enqueued again."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)
+    missed heartbeats, its run ended `crashed`, and the trial enqueued again."""
     return SqlJournalStorage(SqlJournalBackend(url), heartbeat_interval_s=heartbeat_interval_s,
-                             failed_trial_callback=retry)
+                             failed_trial_callback=RetryStaleTrial(url))
+
+
+class RetryStaleTrial:
+    """Optuna's `RetryHeartbeatStaleTrialCallback` (a copy of the trial, same values, waits
+    for a worker; at most `MAX_RETRIES` times), which also ends the dead trial's run `crashed`
+    (it stayed `running`: its process was gone before it could end it)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            self._retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self._retry(study, trial)
+        run_id = trial.user_attrs.get(RUN_ID_ATTR)
+        if run_id is None:
+            return
+        store = open_store(self._url)
+        try:
+            if store.get_run(run_id).status is RunStatus.RUNNING:
+                store.end_run(run_id, RunStatus.CRASHED, f"crashed: trial {trial.number} of "
+                              f"study {study.study_name} lost its worker (no heartbeat)")
+        finally:
+            store.close()
 
 
 def create_study(storage: optuna.storages.BaseStorage, name: str,

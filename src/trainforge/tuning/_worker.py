@@ -65,7 +65,7 @@ def work(study: optuna.Study, storage: SqlJournalStorage, objective: Objective, 
     ran = 0
     while deadline is None or time.time() < deadline:
         _fail_stale_trials(study)
-        trial = _take_waiting(study, storage) if bounded else study.ask()
+        trial = _take_waiting(study, storage) if bounded else _ask(study)
         if trial is not None:
             run_trial(study, storage, trial, objective)
             ran += 1
@@ -126,6 +126,13 @@ def _take_waiting(study: optuna.Study, storage: SqlJournalStorage) -> optuna.Tri
         except UpdateFinishedTrialError:
             continue
     return None
+
+
+def _ask(study: optuna.Study) -> optuna.Trial:
+    """A new trial (a study bounded by time only); this loop runs the heartbeats itself."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "heartbeat ... used with optimize"
+        return study.ask()
 
 
 def _fail_stale_trials(study: optuna.Study) -> None:
