@@ -13,7 +13,6 @@ from collections import Counter
 import pytest
 from conftest import QUICK
 from home import home_store
-from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from trainforge.entities import RunStatus
@@ -82,7 +81,7 @@ def test_a_worker_killed_mid_trial_leaves_it_failed_and_retried(digits_project, 
     failed = study.trials[killed[0]]
     assert failed.state is TrialState.FAIL
     retries = [t for t in study.trials
-               if RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == failed.number]
+               if t.system_attrs.get("failed_trial") == failed.number]
     assert len(retries) == 1 and retries[0].state is TrialState.COMPLETE
     assert retries[0].params == failed.params
     assert result.summary.states == {"complete": 4, "fail": 1}
