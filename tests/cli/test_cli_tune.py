@@ -42,9 +42,11 @@ def test_tune_on_digits_finishes_with_a_registered_best_model(digits):
                "--trials", "2", "--json", cwd=digits)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["name"] == "digits-tune" and result["states"] == {"complete": 2}
+    assert result["name"] == "digits-tune" and len(result["trials"]) == 2
+    complete = [t for t in result["trials"] if t["state"] == "complete"]  # ASHA may prune one
+    assert complete and {t["state"] for t in result["trials"]} <= {"complete", "pruned"}
     best = result["best"]
-    assert best["value"] == max(t["value"] for t in result["trials"])
+    assert best["value"] == max(t["value"] for t in complete)
 
     store = home_store()
     refit = store.get_run(result["refit_run_id"])
