@@ -11,8 +11,8 @@ Optuna's state lives in the tracking database (a journal, `storage/sql_tuning_jo
 opened with `open_storage(url)`. Names are imported on first use.
 
     >>> from trainforge.tuning import tune
-    >>> result = tune("examples/digits/tune.yaml", trials=4)    # doctest: +SKIP
-    >>> result.summary.best.params                              # doctest: +SKIP
+    >>> result = tune("examples/digits/pipeline.yaml", trials=4)    # doctest: +SKIP
+    >>> result.summary.best.params                                  # doctest: +SKIP
 """
 
 from __future__ import annotations
