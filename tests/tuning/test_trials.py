@@ -17,6 +17,7 @@ from trainforge.tuning import (
     PipelineObjective,
     StudyContext,
     create_study,
+    load_study,
     open_storage,
     tune,
     work,
@@ -77,3 +78,17 @@ def test_a_study_records_its_trials_as_nested_runs_and_its_findings_on_its_run(d
     names = home_artifacts().list_names(study_run.run_id)
     assert {f"tuning/{name}.png" for name in result.plots} <= set(names)
     assert {"optimization_history", "parallel_coordinate"} <= set(result.plots)
+
+
+def test_a_trial_reports_every_n_steps_a_metric_the_trainer_logs_there(digits_project):
+    overrides = [*QUICK, "training.epochs=2", "training.log_every_n_steps=5",
+                 "tuning.report_every_n_steps=5", "tuning.objective.metric=train_loss",
+                 "tuning.objective.direction=minimize", "tuning.sampler=random"]
+    result = tune(digits_project / "pipeline.yaml", overrides, trials=1, study="steps")
+    trial = result.summary.trials[0]
+    study, _ = load_study(open_storage(Settings.from_env().database_url.get_secret_value()),
+                          "steps")
+    reports = study.trials[0].intermediate_values
+    steps = [p.step for p in home_store().get_metric_history(trial.run_id, "train_loss").items]
+    assert list(reports) == list(range(1, len(reports) + 1))  # numbered 1, 2, ...
+    assert len(reports) == len([s for s in steps if s % 5 == 0]) >= 2

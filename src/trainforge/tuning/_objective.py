@@ -47,6 +47,7 @@ class PruningReporter(Callback):
         self.study = study
         self.every_n_steps = every_n_steps
         self.reports = 0
+        self._reported_step = -1  # one report per step, though logged there twice
 
     def on_fit_start(self, trainer: Trainer) -> None:
         run = active_run()
@@ -65,8 +66,9 @@ class PruningReporter(Callback):
         self._report(trainer.step_metrics.get(self.metric), trainer.state.global_step)
 
     def _report(self, value: float | None, step: int) -> None:
-        if value is None or not math.isfinite(value):
+        if value is None or not math.isfinite(value) or step == self._reported_step:
             return
+        self._reported_step = step
         self.reports += 1
         self.trial.report(value, self.reports)
         if self.trial.should_prune():
