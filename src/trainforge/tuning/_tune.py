@@ -96,12 +96,10 @@ def tune(
         context = StudyContext(plan.spec, source if plan.source else None, plan.overrides,
                                run.run_id, deadline)
         optuna_study = create_study(storage, name, context, source)
-        codes: list[int] = []
         if workers > 1:
-            codes = wait_for(start_local_workers(name, workers, services.settings))
-            if any(codes):  # a dead worker's trial was retried by the others
-                log.warning("study %s: worker exit codes %s", name, codes)
+            codes = _run_in_workers(name, workers, services.settings)
         else:
+            codes = []
             build = objective or PipelineObjective
             work(optuna_study, storage, build(context, services, name),
                  bounded=tuning.trials is not None, deadline=deadline)
@@ -110,6 +108,14 @@ def tune(
         plots = save_plots(run, optuna_study)
         refit = _refit(context, services, summary) if tuning.refit else None
     return TuneResult(summary, plots, refit, codes)
+
+
+def _run_in_workers(name: str, workers: int, settings: Settings) -> list[int]:
+    """Run the study's trials in `workers` local processes; their exit codes."""
+    codes = wait_for(start_local_workers(name, workers, settings))
+    if any(codes):  # a dead worker's trial was retried by the others
+        log.warning("study %s: worker exit codes %s", name, codes)
+    return codes
 
 
 def _check_new(storage: optuna.storages.BaseStorage, name: str) -> None:
