@@ -63,12 +63,15 @@ def test_a_running_trial_without_fresh_heartbeats_is_stale(db_url: str) -> None:
     storage = SqlJournalStorage(SqlJournalBackend(db_url), heartbeat_interval_s=1,
                                 grace_period_s=1)
     study = optuna.create_study(storage=storage, study_name="s")
-    alive, dead = study.ask(), study.ask()
+    alive, dead, silent = study.ask(), study.ask(), study.ask()
     storage.record_heartbeat(dead._trial_id)
+    assert storage._get_stale_trial_ids(study._study_id) == []
     time.sleep(1.2)
     storage.record_heartbeat(alive._trial_id)
-    assert storage._get_stale_trial_ids(study._study_id) == [dead._trial_id]
+    # no beat at all: stale once its start is older than the grace period
+    assert storage._get_stale_trial_ids(study._study_id) == [dead._trial_id, silent._trial_id]
     study.tell(dead, 1.0)
+    study.tell(silent, 1.0)
     time.sleep(1.2)
     assert storage._get_stale_trial_ids(study._study_id) == [alive._trial_id]  # finished: gone
 

@@ -12,7 +12,8 @@ Rules:
   writers commit in number order and a reader always sees a gap-free prefix;
 - `read_logs(n)` returns the operations numbered n and above, in order;
 - a heartbeat is one row per trial id, replaced on each beat; a RUNNING trial whose heartbeat
-  is older than `grace_period_s` is stale: Optuna's `fail_stale_trials` fails it, and
+  (or, before its first, its start) is older than `grace_period_s` is stale: Optuna's
+  `fail_stale_trials` fails it, and
   `failed_trial_callback` (such as `RetryHeartbeatStaleTrialCallback`) enqueues its retry;
 - connection failures and lock waits that timed out raise `StoreUnavailable`.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import optuna
@@ -87,16 +88,14 @@ class SqlJournalBackend(BaseJournalBackend):
         with self._translated(), self._writer.begin() as connection:
             connection.execute(statement)
 
-    def stale(self, trial_ids: list[int], older_than_s: float) -> list[int]:
-        """Those of `trial_ids` whose latest heartbeat is older than `older_than_s` seconds."""
+    def last_heartbeats(self, trial_ids: list[int]) -> dict[int, datetime]:
+        """The latest heartbeat (UTC) of each of `trial_ids` that has one."""
         if not trial_ids:
-            return []
-        cutoff = utcnow() - timedelta(seconds=older_than_s)
+            return {}
         query = select(TuningHeartbeatRow.trial_id, TuningHeartbeatRow.heartbeat_at).where(
             TuningHeartbeatRow.trial_id.in_(trial_ids))
         with self._translated(), self._engine.connect() as connection:
-            return sorted(trial_id for trial_id, beat in connection.execute(query)
-                          if as_utc(beat) < cutoff)
+            return {trial_id: as_utc(beat) for trial_id, beat in connection.execute(query)}
 
     @contextmanager
     def _locked(self) -> Iterator[Connection]:
@@ -134,11 +133,21 @@ class SqlJournalStorage(JournalStorage, BaseHeartbeat):
         self.backend.record_heartbeat(trial_id)
 
     def _get_stale_trial_ids(self, study_id: int) -> list[int]:
+        """RUNNING trials whose latest heartbeat (or, before their first, their start) is
+        older than the grace period."""
         running = self.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,))
-        return self.backend.stale([trial._trial_id for trial in running], self._grace)
+        beats = self.backend.last_heartbeats([trial._trial_id for trial in running])
+        cutoff = utcnow() - timedelta(seconds=self._grace)
+        return sorted(trial._trial_id for trial in running
+                      if beats.get(trial._trial_id, _started(trial)) < cutoff)
 
     def get_heartbeat_interval(self) -> int | None:
         return self._interval
 
     def get_heartbeat_stale_trial_callback(self) -> FailedTrialCallback | None:
         return self._failed_trial_callback
+
+
+def _started(trial: FrozenTrial) -> datetime:
+    assert trial.datetime_start is not None  # a RUNNING trial has started
+    return as_utc(trial.datetime_start)
