@@ -24,6 +24,7 @@ from trainforge.tuning import (
 )
 
 
+@pytest.mark.slow
 def test_a_trial_worse_than_the_median_at_its_first_report_is_pruned_there(digits_project):
     overrides = [*QUICK, "training.epochs=3", "tuning.trials=1", "tuning.pruner.type=median",
                  "tuning.pruner.startup_trials=1"]
