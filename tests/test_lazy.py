@@ -12,7 +12,7 @@ import trainforge
 LAZY_PACKAGES = ["trainforge", "trainforge.config", "trainforge.evaluate", "trainforge.export",
                  "trainforge.models", "trainforge.serving",
                  "trainforge.pipeline", "trainforge.storage", "trainforge.tracking",
-                 "trainforge.train"]
+                 "trainforge.train", "trainforge.tuning"]
 
 
 @pytest.mark.parametrize("name", LAZY_PACKAGES)

@@ -13,13 +13,15 @@ from typing import Any
 
 class RunStatus(str, enum.Enum):
     """`crashed`: the process died without ending the run (its heartbeat went stale);
-    `preempted`: the run was stopped from outside and may be resumed from a checkpoint."""
+    `preempted`: the run was stopped from outside and may be resumed from a checkpoint;
+    `pruned`: a tuning study's pruner stopped the trial's training early (not a failure)."""
 
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
     CRASHED = "crashed"
     PREEMPTED = "preempted"
+    PRUNED = "pruned"
 
     @property
     def is_terminal(self) -> bool:

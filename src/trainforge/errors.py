@@ -20,11 +20,13 @@
     ├── ExportError                 a model cannot be exported, or no export can be served
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
     ├── Preempted                   a preemption signal stopped the process (checkpoint saved)
+    ├── Pruned                      a tuning study's pruner stopped a trial's training early
     ├── ResumeRefused               a run cannot be resumed as asked (names the run and why)
     ├── PromotionError              a model version cannot move to a stage as asked (names both)
     │   └── GatesFailed             its promotion gates failed (carries the report per gate)
     ├── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
-    └── RunPreempted                a tracked run ended `preempted` (names the run; resumable)
+    ├── RunPreempted                a tracked run ended `preempted` (names the run; resumable)
+    └── RunPruned                   a tracked run ended `pruned` (names the run; a trial's end)
 
 User errors say where (file, field path, row) and what was expected; `assert` is kept for
 internal invariants only.
@@ -163,6 +165,16 @@ class Preempted(TrainforgeError):
         super().__init__(f"preempted by {signal}{where}")
 
 
+class Pruned(TrainforgeError):
+    """A tuning study's pruner judged a trial unpromising at `step` (its report `value`);
+    training stopped at that step boundary."""
+
+    def __init__(self, step: int, value: float) -> None:
+        self.step = step
+        self.value = value
+        super().__init__(f"pruned at step {step} (objective {value:g})")
+
+
 class RunFailed(TrainforgeError):
     """A tracked run ended `failed`; `run_id` names it and `__cause__` holds the reason."""
 
@@ -195,6 +207,15 @@ class RunPreempted(TrainforgeError):
     """A tracked run ended `preempted`; `run_id` names it, `__cause__` is the `Preempted`."""
 
     def __init__(self, run_id: str, cause: Preempted) -> None:
+        self.run_id = run_id
+        self.step = cause.step
+        super().__init__(f"run {run_id} {cause}")
+
+
+class RunPruned(TrainforgeError):
+    """A tracked run ended `pruned`; `run_id` names it, `__cause__` is the `Pruned`."""
+
+    def __init__(self, run_id: str, cause: Pruned) -> None:
         self.run_id = run_id
         self.step = cause.step
         super().__init__(f"run {run_id} {cause}")

@@ -41,6 +41,14 @@ def test_end_run_failed_keeps_error_and_given_time(runs: RunStore, run_id: str) 
     assert runs.get_run(run_id).ended_at == at
 
 
+def test_a_pruned_run_is_its_own_status_found_by_status(runs: RunStore, run_id: str) -> None:
+    ended = runs.end_run(run_id, RunStatus.PRUNED, error="pruned at step 40 (objective 0.61)")
+    assert ended.status is RunStatus.PRUNED and ended.status.is_terminal
+    assert [run.run_id for run in runs.list_runs(status=RunStatus.PRUNED).items] == [run_id]
+    assert [run.run_id for run in runs.search_runs(filter="status = 'pruned'").items] == [run_id]
+    assert runs.list_runs(status=RunStatus.FAILED).items == ()
+
+
 def test_reopen_run_makes_an_ended_run_running_again(runs: RunStore, run_id: str) -> None:
     runs.end_run(run_id, RunStatus.PREEMPTED, error="preempted by SIGTERM")
     reopened = runs.reopen_run(run_id)

@@ -20,8 +20,9 @@ from trainforge.storage import SqlStore, all_items, db
 from trainforge.storage.tables import Base
 
 REGISTRY_TABLES = {"model_stage_changes", "model_aliases", "webhooks", "webhook_deliveries"}
+TUNING_TABLES = {"tuning_journal", "tuning_heartbeats"}
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
-          "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES}
+          "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES}
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
@@ -98,7 +99,8 @@ def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> No
             command.downgrade(db.alembic_config(connection), "0002")
     finally:
         engine.dispose()
-    assert _revision_and_tables(db_url) == ("0002", TABLES - {"checkpoints"} - REGISTRY_TABLES)
+    assert _revision_and_tables(db_url) == (
+        "0002", TABLES - {"checkpoints"} - REGISTRY_TABLES - TUNING_TABLES)
 
 
 def _at_revision(url: str, revision: str) -> None:
@@ -157,7 +159,7 @@ def test_downgrade_to_0003_drops_the_system_columns(db_url: str) -> None:
     finally:
         engine.dispose()
     assert not {"system", "spec_hash"} & columns and "ix_runs_spec_hash" not in indexes
-    assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES)
+    assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES - TUNING_TABLES)
 
 
 def test_a_database_at_0004_upgrades_keeping_its_model_versions(db_url: str) -> None:
@@ -218,7 +220,18 @@ def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) ->
         engine.dispose()
     assert not {"features_hash", "environment"} & columns
     assert "uq_model_versions_single_holder" not in indexes
-    assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES)
+    assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES - TUNING_TABLES)
+
+
+def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:
+    SqlStore(db_url).close()
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            command.downgrade(db.alembic_config(connection), "0005")
+    finally:
+        engine.dispose()
+    assert _revision_and_tables(db_url) == ("0005", TABLES - TUNING_TABLES)
 
 
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from trainforge.entities import RunStatus
-from trainforge.errors import Conflict, NotFound
+from trainforge.errors import Conflict, NotFound, Pruned
 from trainforge.storage import SqlStore
 from trainforge.storage.artifacts import open_artifact_store
 from trainforge.tracking import RunHandle, active_run, start_run
@@ -47,6 +47,15 @@ def test_exception_marks_the_run_failed_with_the_error_and_keeps_logged_points(s
     assert stored.status is RunStatus.FAILED
     assert stored.error == "ValueError: boom"
     assert len(store.get_metric_history(run.run_id, "loss").items) == 1
+
+
+def test_a_pruned_trial_ends_its_run_pruned_not_failed(store, artifacts):
+    with pytest.raises(Pruned):
+        with start_run("exp", store=store, artifacts=artifacts) as run:
+            raise Pruned(40, 0.61)
+    stored = store.get_run(run.run_id)
+    assert (stored.status, stored.error) == (RunStatus.PRUNED, "pruned at step 40 (objective "
+                                                               "0.61)")
 
 
 def test_ctrl_c_marks_the_run_failed(store, artifacts):

@@ -256,7 +256,7 @@ def test_bad_pbt_specs_name_the_field_and_create_nothing(
 
 
 def test_pbt_run_on_the_command_line_refuses_a_bad_spec(project: Path) -> None:
-    shown = CliRunner().invoke(app, ["pbt", "run", str(project / "pipeline.yaml"),
+    shown = CliRunner().invoke(app, ["tune", str(project / "pipeline.yaml"),
                                      tuning(space="model.hidden: {type: choice, values: [[8]]}")])
     assert shown.exit_code == 2
     assert "tuning.space.model.hidden: cannot change mid-training" in shown.output
@@ -265,7 +265,7 @@ def test_pbt_run_on_the_command_line_refuses_a_bad_spec(project: Path) -> None:
 
 @pytest.mark.slow
 def test_pbt_run_on_the_command_line(project: Path) -> None:
-    shown = CliRunner().invoke(app, ["pbt", "run", str(project / "pipeline.yaml"), "--json",
+    shown = CliRunner().invoke(app, ["tune", str(project / "pipeline.yaml"), "--json",
                                      "training.epochs=1", "training.batch_size=256",
                                      tuning(population=2, interval=9, quantile=0.5)])
     assert shown.exit_code == 0, shown.output

@@ -23,6 +23,7 @@ from trainforge.cli import (
     _render,
     _runs,
     _serving,
+    _tune,
     _webhooks,
 )
 from trainforge.cli._views import pipeline_summary, run_fields
@@ -57,10 +58,12 @@ checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the che
 app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
 pbt_app = typer.Typer(no_args_is_help=True,
-                      help="Population-based training: run a study, show its lineage.")
+                      help="Population-based training: a study's lineage (`tune SPEC` runs one).")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(pbt_app, name="pbt")
 app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(_tune.tune_app, name="tune")
+app.command("tune-worker")(_tune.tune_worker)
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(
@@ -203,7 +206,6 @@ runs_app.command("gc")(_runs.runs_gc)
 runs_app.command("replay")(_runs.runs_replay)
 checkpoints_app.command("list")(_checkpoints.checkpoints_list)
 checkpoints_app.command("gc")(_checkpoints.checkpoints_gc)
-pbt_app.command("run")(_pbt.pbt_run)
 pbt_app.command("show")(_pbt.pbt_show)
 models_app.command("list")(_models.models_list)
 models_app.command("show")(_models.models_show)

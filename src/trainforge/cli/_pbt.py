@@ -1,8 +1,9 @@
-"""`trainforge pbt ...` over `trainforge.tuning`: run a population-based training study, and
-show a study's lineage. Thin: each command calls one library function and renders its result.
+"""Population-based training in the CLI over `trainforge.tuning`: `pbt_run` is what `trainforge
+tune SPEC` does for a spec with `tuning.pbt`, and `trainforge pbt show` prints a study's
+lineage. Thin: each calls one library function and renders its result.
 
-`pbt run` exits 2 for a bad spec (nothing is created) and 1 when the study fails; `pbt show`
-exits 1 for an unknown RUN_ID or a run that is no PBT study.
+A PBT study exits 2 for a bad spec (nothing is created) and 1 when it fails; `pbt show` exits 1
+for an unknown RUN_ID or a run that is no PBT study.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 
 
-def pbt_run(spec: str, overrides: Overrides = None, as_json: _render.JsonFlag = False) -> None:
+def pbt_run(spec: str, overrides: Overrides = None, as_json: bool = False) -> None:
     """Train the population SPEC's tuning.pbt declares; print each member and the lineage."""
     from trainforge.tuning import run_pbt
 

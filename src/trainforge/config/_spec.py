@@ -502,6 +502,8 @@ class ParamSpec(_Section):
             raise ValueError(f"a log scale needs low > 0 (got {self.low:g})")
         if self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):
             raise ValueError("an int parameter needs integer low and high")
+        if self.step is not None and (self.type == "loguniform" or self.log):
+            raise ValueError("step cannot be combined with a log scale")
         if self.grid is not None and not self.grid:
             raise ValueError("grid is empty")
         return self

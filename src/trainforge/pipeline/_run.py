@@ -5,7 +5,8 @@ DAG, and translate what went wrong into errors that name the run.
     _run_to_resume     --resume RUN_ID (the same spec), or `resume: auto` matching the spec hash
     _open_run          a new run, the resumed one, or the one a multi-node job shares
     execute            the DAG in this process, or torchrun workers (`launch_pipeline`)
-    _errors_of_run     `Preempted` → `RunPreempted`, other trainforge errors → `RunFailed`
+    _errors_of_run     `Preempted` → `RunPreempted`, `Pruned` → `RunPruned`, other trainforge
+                       errors → `RunFailed`
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from trainforge.errors import (
     Conflict,
     NotFound,
     Preempted,
+    Pruned,
     ResumeRefused,
     RunFailed,
     RunPreempted,
+    RunPruned,
     SpecError,
     TrainforgeError,
 )
@@ -106,7 +109,8 @@ def run_pipeline(
     hash that has one. `callbacks` join the trainer's (e.g. a tuning trial reporting and
     pruning); `parent` nests the run under another. `execute(run)` runs the steps and returns
     their values (`evaluation`, `gate`, `model_version`); by default the DAG runs in this
-    process (`launch_pipeline` passes one that starts torchrun workers instead).
+    process (`launch_pipeline` passes one that starts torchrun workers instead). A callback
+    raising `Pruned` (a tuning trial's pruner) ends the run `pruned`, raised as `RunPruned`.
     """
     plan = plan_pipeline(spec, overrides)
     if execute is None:
@@ -250,5 +254,7 @@ def _errors_of_run(run_id: str) -> Iterator[None]:
         yield
     except Preempted as exc:
         raise RunPreempted(run_id, exc) from exc
+    except Pruned as exc:
+        raise RunPruned(run_id, exc) from exc
     except TrainforgeError as exc:
         raise RunFailed(run_id, exc) from exc

@@ -315,3 +315,25 @@ class WebhookDeliveryRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     delivered: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TuningJournalRow(Base):
+    """One operation of Optuna's journal (a study created, a trial's parameter or state set),
+    as JSON text. `log_number` is dense from 0 and totally ordered: the journal backend assigns
+    the next number under a database-wide lock, so replaying the rows in order rebuilds every
+    study on every worker."""
+
+    __tablename__ = "tuning_journal"
+
+    log_number: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    body: Mapped[str] = mapped_column(Text)
+
+
+class TuningHeartbeatRow(Base):
+    """The latest heartbeat of a running Optuna trial (its id in the journal): a trial whose
+    heartbeat went stale belongs to a worker that died, and is failed and retried."""
+
+    __tablename__ = "tuning_heartbeats"
+
+    trial_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    heartbeat_at: Mapped[datetime]

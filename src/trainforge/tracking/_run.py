@@ -25,7 +25,7 @@ from typing import Any
 
 from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
-from trainforge.errors import Conflict, NotFound, Preempted, StoreUnavailable
+from trainforge.errors import Conflict, NotFound, Preempted, Pruned, StoreUnavailable
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking._defaults import default_store
@@ -59,7 +59,8 @@ class RunHandle:
     unreachable; heartbeats). `set_tags`, `set_summary` and `log_params` write at once, and when
     the database is unreachable they wait in the spill file too, in order. Every method is safe
     to call from any thread. Used as a context manager, the run ends `completed`, `preempted` on
-    SIGTERM (raised as `Preempted` in the main thread) or a `Preempted` error, or `failed` with
+    SIGTERM (raised as `Preempted` in the main thread) or a `Preempted` error, `pruned` on a
+    `Pruned` error (a tuning trial stopped by its pruner), or `failed` with
     the error on any other exception or Ctrl+C.
 
     `RunHandle.attach(...)` attaches to an existing run (say, rank 0 of a torchrun job joining
@@ -240,6 +241,8 @@ class RunHandle:
                 self.end(RunStatus.COMPLETED)
             elif isinstance(exc, Preempted):
                 self._end_quietly(str(exc), RunStatus.PREEMPTED)
+            elif isinstance(exc, Pruned):
+                self._end_quietly(str(exc), RunStatus.PRUNED)
             else:
                 self._end_quietly(_describe(exc))
         finally:

@@ -1,0 +1,25 @@
+"""`python -m trainforge.tuning STUDY`: one worker of a study (what `tune --workers N` starts),
+with the settings of the environment; exit 1 with the message on a trainforge error."""
+
+from __future__ import annotations
+
+import sys
+
+from trainforge.errors import TrainforgeError
+from trainforge.tuning._worker import run_worker
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m trainforge.tuning STUDY", file=sys.stderr)
+        return 2
+    try:
+        run_worker(argv[0])
+    except TrainforgeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
