@@ -80,25 +80,31 @@ def test_reopening_a_migrated_database_does_not_migrate_again(
     assert len(upgrades) == 1
 
 
-def test_downgrade_to_base_removes_every_table(sqlite_url: str) -> None:
-    SqlStore(sqlite_url).close()
-    engine = db.make_engine(sqlite_url)
+def _downgraded(url: str, revision: str, table: str = "runs") -> tuple[set[str], set[str]]:
+    """A database made at the head revision, then downgraded to `revision`: the names of
+    `table`'s columns and indexes afterwards (empty when the table is gone)."""
+    SqlStore(url).close()
+    engine = db.make_engine(url)
     try:
         with engine.begin() as connection:
-            command.downgrade(db.alembic_config(connection), "base")
+            command.downgrade(db.alembic_config(connection), revision)
+        with engine.connect() as connection:
+            inspector = inspect(connection)
+            if not inspector.has_table(table):
+                return set(), set()
+            return ({c["name"] for c in inspector.get_columns(table)},
+                    {str(i["name"]) for i in inspector.get_indexes(table)})
     finally:
         engine.dispose()
+
+
+def test_downgrade_to_base_removes_every_table(sqlite_url: str) -> None:
+    _downgraded(sqlite_url, "base")
     assert _revision_and_tables(sqlite_url) == (None, set())
 
 
 def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> None:
-    SqlStore(db_url).close()
-    engine = db.make_engine(db_url)
-    try:
-        with engine.begin() as connection:
-            command.downgrade(db.alembic_config(connection), "0002")
-    finally:
-        engine.dispose()
+    _downgraded(db_url, "0002")
     assert _revision_and_tables(db_url) == (
         "0002", TABLES - {"checkpoints"} - REGISTRY_TABLES - TUNING_TABLES)
 
@@ -148,16 +154,7 @@ def test_a_database_at_0003_upgrades_keeping_its_runs(db_url: str) -> None:
 
 
 def test_downgrade_to_0003_drops_the_system_columns(db_url: str) -> None:
-    SqlStore(db_url).close()
-    engine = db.make_engine(db_url)
-    try:
-        with engine.begin() as connection:
-            command.downgrade(db.alembic_config(connection), "0003")
-        with engine.connect() as connection:
-            columns = {c["name"] for c in inspect(connection).get_columns("runs")}
-            indexes = {i["name"] for i in inspect(connection).get_indexes("runs")}
-    finally:
-        engine.dispose()
+    columns, indexes = _downgraded(db_url, "0003")
     assert not {"system", "spec_hash"} & columns and "ix_runs_spec_hash" not in indexes
     assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES - TUNING_TABLES)
 
@@ -208,29 +205,14 @@ def test_a_database_at_0004_upgrades_keeping_its_model_versions(db_url: str) -> 
 
 
 def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) -> None:
-    SqlStore(db_url).close()
-    engine = db.make_engine(db_url)
-    try:
-        with engine.begin() as connection:
-            command.downgrade(db.alembic_config(connection), "0004")
-        with engine.connect() as connection:
-            columns = {c["name"] for c in inspect(connection).get_columns("model_versions")}
-            indexes = {i["name"] for i in inspect(connection).get_indexes("model_versions")}
-    finally:
-        engine.dispose()
+    columns, indexes = _downgraded(db_url, "0004", "model_versions")
     assert not {"features_hash", "environment"} & columns
     assert "uq_model_versions_single_holder" not in indexes
     assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES - TUNING_TABLES)
 
 
 def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:
-    SqlStore(db_url).close()
-    engine = db.make_engine(db_url)
-    try:
-        with engine.begin() as connection:
-            command.downgrade(db.alembic_config(connection), "0005")
-    finally:
-        engine.dispose()
+    _downgraded(db_url, "0005")
     assert _revision_and_tables(db_url) == ("0005", TABLES - TUNING_TABLES)
 
 
