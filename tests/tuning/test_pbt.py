@@ -269,7 +269,7 @@ def test_pbt_run_on_the_command_line(project: Path) -> None:
                                      "training.epochs=1", "training.batch_size=256",
                                      tuning(population=2, interval=9, quantile=0.5)])
     assert shown.exit_code == 0, shown.output
-    result = json.loads(shown.output[shown.output.index("{"):])
+    result = json.loads(shown.stdout)  # warnings go to stderr
     assert len(result["members"]) == 2
     assert [(e["interval"], e["step"]) for e in result["exploits"]] == [(1, 9)]
     store = open_store(Settings.from_env().database_url.get_secret_value())

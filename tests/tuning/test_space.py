@@ -69,11 +69,11 @@ def test_a_grid_study_needs_the_values_of_each_numeric_dimension(digits_project)
         tune(path)
 
 
-def test_pbt_is_refused_clearly_until_it_exists(digits_project):
+def test_a_pbt_spec_is_sent_to_run_pbt(digits_project):
     path = _with_space(digits_project, "    model.dropout: {type: uniform, low: 0.0, high: 0.4}",
                        "  pbt: {population: 4}")
-    with pytest.raises(SpecError, match="tuning.pbt: population-based training is not "
-                                        "available"):
+    with pytest.raises(SpecError, match="tuning.pbt: a population-based study runs with "
+                                        "run_pbt"):
         tune(path)
 
 
