@@ -12,14 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 from fraud_fixtures import EXAMPLE
+from registry_versions import MAX_DROP, MIN_AUC, V1, V2
 
 from trainforge.config import Settings
-
-NO_SLICES = ["evaluation.slices=[]", "evaluation.plots=false"]  # the slice-gap gate's "none"
-V1 = ["training.epochs=2", *NO_SLICES]
-V2 = ["training.epochs=1", "training.seed=5", *NO_SLICES]
-MIN_AUC = 0.75
-MAX_DROP = 0.001
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MAX_DROP
 from home import home_artifacts, home_store
+from registry_versions import MAX_DROP
 from sqlalchemy import create_engine, text
 from webhook_receiver import SECRET, Receiver, serve
 

@@ -11,9 +11,6 @@ from example_scripts import EXAMPLES, load_example_script
 
 pytest.importorskip("sklearn", reason="the digits images ship with scikit-learn")
 
-# Trials as short as the checks allow: one small epoch each, no progress bars.
-QUICK = ["training.epochs=1", "training.progress=off", "training.early_stopping=null"]
-
 
 @pytest.fixture(scope="session")
 def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:

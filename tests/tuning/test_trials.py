@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import optuna
 import pytest
-from conftest import QUICK
 from home import home_artifacts, home_store
+from quick_trials import QUICK
 
 from trainforge.config import Settings
 from trainforge.entities import RunStatus

@@ -11,9 +11,9 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import QUICK
 from home import home_store
 from optuna.trial import TrialState
+from quick_trials import QUICK
 
 from trainforge.entities import RunStatus
 from trainforge.tuning import load_study, open_storage, tune
