@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 from fraud_fixtures import EXAMPLE
 
-from trainforge.config import load_spec
+from trainforge.config import load_spec, recorded_spec
 from trainforge.errors import SpecError
 from trainforge.pipeline import plan_pipeline, spec_hash
-from trainforge.pipeline._identity import recorded_spec
 
 SPEC = EXAMPLE / "pipeline.yaml"
 

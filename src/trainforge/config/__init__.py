@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         read_yaml_mapping,
     )
     from trainforge.config._paths import flatten_paths
-    from trainforge.config._pipeline import load_spec
+    from trainforge.config._pipeline import load_spec, recorded_spec
     from trainforge.config._redaction import redact_argument
     from trainforge.config._secrets import KEEP_CREDENTIALS
     from trainforge.config._settings import Settings, mask_url_password
@@ -90,6 +90,7 @@ _EXPORTS = {
     "flatten_paths": "trainforge.config._paths",
     "load_model": "trainforge.config._loading",
     "load_spec": "trainforge.config._pipeline",
+    "recorded_spec": "trainforge.config._pipeline",
     "mask_url_password": "trainforge.config._settings",
     "parse_model": "trainforge.config._loading",
     "read_yaml_mapping": "trainforge.config._loading",
@@ -132,6 +133,7 @@ __all__ = [
     "flatten_paths",
     "load_model",
     "load_spec",
+    "recorded_spec",
     "mask_url_password",
     "parse_model",
     "read_yaml_mapping",

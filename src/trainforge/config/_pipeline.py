@@ -3,7 +3,11 @@ directory."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from trainforge.config._loading import load_model
 from trainforge.config._spec import PipelineSpec
@@ -29,3 +33,13 @@ def _absolute(base: Path, value: str) -> str:
     if "://" in value or Path(value).is_absolute():
         return value
     return str(base / value)
+
+
+def recorded_spec(params: Mapping[str, Any]) -> PipelineSpec | None:
+    """A run's recorded spec (its params) as today's schema reads it, so fields added since it
+    was recorded take their defaults instead of counting as changes; None when the params no
+    longer validate."""
+    try:
+        return PipelineSpec.model_validate(dict(params))
+    except ValidationError:
+        return None

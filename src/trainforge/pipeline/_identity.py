@@ -1,4 +1,5 @@
-"""What a spec trains, as a hash: `spec_hash`, and a recorded spec read with today's schema.
+"""What a spec trains, as a hash: `spec_hash` (a run's recorded spec is read back with
+`config.recorded_spec`).
 
 `spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
 change the result (how a run resumes, stops and reports, the study that may search around it
@@ -11,10 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from typing import Any
-
-from pydantic import ValidationError
 
 from trainforge.config import PipelineSpec
 
@@ -44,12 +41,3 @@ def spec_hash(spec: PipelineSpec) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
-
-def recorded_spec(params: Mapping[str, Any]) -> PipelineSpec | None:
-    """A run's recorded spec (its params) as today's schema reads it, so fields added since it
-    was recorded take their defaults instead of counting as changes; None when the params no
-    longer validate."""
-    try:
-        return PipelineSpec.model_validate(dict(params))
-    except ValidationError:
-        return None

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from trainforge.config import CheckpointSpec, PipelineSpec, flatten_paths
+from trainforge.config import CheckpointSpec, PipelineSpec, flatten_paths, recorded_spec
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
-from trainforge.pipeline._identity import recorded_spec, spec_hash
+from trainforge.pipeline._identity import spec_hash
 from trainforge.storage import RunStore
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from trainforge.config import PipelineSpec
+from trainforge.config import PipelineSpec, recorded_spec
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import ArtifactError, TrainforgeError
+from trainforge.export._report import REPORT_ARTIFACT
 from trainforge.registry._promotion import (
     EXPORT_PARITY,
     GATES_BY_STAGE,
@@ -30,12 +29,10 @@ from trainforge.registry._promotion import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
 
     from trainforge.storage.artifacts import ArtifactStore
     from trainforge.storage.contracts import RunStore
 
-EXPORT_REPORT_ARTIFACT = "export/report.json"
 
 
 def measure_gates(
@@ -102,17 +99,9 @@ def _rescored_pair(
     return ours, theirs
 
 
-def recorded_spec(params: Mapping[str, Any]) -> PipelineSpec | None:
-    """A run's recorded spec as today's schema reads it; None when it no longer validates."""
-    try:
-        return PipelineSpec.model_validate(dict(params))
-    except ValidationError:
-        return None
-
-
 def _export_report(artifacts: ArtifactStore, run_id: str) -> dict[str, Any] | None:
     try:
-        report = json.loads(artifacts.get_bytes(run_id, EXPORT_REPORT_ARTIFACT))
+        report = json.loads(artifacts.get_bytes(run_id, REPORT_ARTIFACT))
     except (ArtifactError, ValueError):
         return None
     return report if isinstance(report, dict) else None
