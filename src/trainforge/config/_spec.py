@@ -70,7 +70,34 @@ class SplitSpec(_Section):
         return self
 
 
-class DataSpec(_Section):
+class _FsspecOptions(_Section):
+    """A section naming a location through fsspec: its `storage_options`, whose credential-like
+    keys are hidden (`SecretStr`), left out of every dump and revealed only for fsspec."""
+
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="fsspec options (client_kwargs.endpoint_url, ...); "
+        "credentials are better left to the environment, and are never recorded"
+    )
+
+    @field_validator("storage_options")
+    @classmethod
+    def _hide_credentials(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return hide_secrets(options)
+
+    @field_serializer("storage_options")
+    def _drop_credentials(
+        self, options: dict[str, Any], info: SerializationInfo
+    ) -> dict[str, Any]:
+        if (info.context or {}).get(KEEP_CREDENTIALS):
+            return revealed(options)
+        return without_secrets(options)
+
+    def fsspec_options(self) -> dict[str, Any]:
+        """`storage_options` with the real credential values, for fsspec (never record it)."""
+        return revealed(self.storage_options)
+
+
+class DataSpec(_FsspecOptions):
     """Where the rows come from, what they must look like and how they are split.
 
     `positive_label` names the target value that is the positive class of a binary task (the
@@ -78,14 +105,23 @@ class DataSpec(_Section):
     other two values do.
     """
 
-    source: str = Field(description="file path or glob, relative to the spec file")
-    format: Literal["auto", "parquet", "csv"] = "auto"
+    source: str = Field(
+        description="file, folder or glob, relative to the spec file, or a URL (file://, "
+        "s3://bucket/prefix/*.parquet); `key=value` folders become columns"
+    )
+    format: Literal["auto", "parquet", "csv", "jsonl"] = Field(
+        "auto", description="auto: by extension (.parquet/.pq, .csv, .jsonl/.ndjson, each "
+        "optionally .gz/.zst/.bz2)"
+    )
     target: str
     positive_label: bool | int | float | str | None = Field(
         None, description="binary task: the target value that is the positive class"
     )
     contract: str | None = Field(None, description="schema contract YAML, relative to the spec")
-    on_fail: Literal["error", "warn"] = "error"
+    on_fail: Literal["error", "warn", "quarantine"] = Field(
+        "error", description="rows breaking the contract: error stops the run, warn goes on, "
+        "quarantine writes them to an artifact and goes on with the rest"
+    )
     split: SplitSpec = SplitSpec()
 
     @property
@@ -257,17 +293,13 @@ class ProfilerSpec(_Section):
         return {"enabled": data} if isinstance(data, bool) else data
 
 
-class CheckpointSpec(_Section):
+class CheckpointSpec(_FsspecOptions):
     """When checkpoints are saved, which are kept, and how a run resumes and stops
     (`trainforge.train.checkpoint`)."""
 
     location: str | None = Field(
         None, description="folder or s3://bucket/prefix holding a folder per run; "
         "None: the run's artifact folder"
-    )
-    storage_options: dict[str, Any] = Field(
-        default_factory=dict, description="fsspec options (client_kwargs.endpoint_url, ...); "
-        "credentials are better left to the environment, and are never recorded"
     )
     every_n_steps: PositiveInt | None = None
     every_n_minutes: PositiveFloat | None = None
@@ -297,23 +329,6 @@ class CheckpointSpec(_Section):
         if "SIGKILL" in names or "SIGSTOP" in names:
             raise ValueError("SIGKILL and SIGSTOP cannot be caught")
         return names
-
-    @field_validator("storage_options")
-    @classmethod
-    def _hide_credentials(cls, options: dict[str, Any]) -> dict[str, Any]:
-        return hide_secrets(options)
-
-    @field_serializer("storage_options")
-    def _drop_credentials(
-        self, options: dict[str, Any], info: SerializationInfo
-    ) -> dict[str, Any]:
-        if (info.context or {}).get(KEEP_CREDENTIALS):
-            return revealed(options)
-        return without_secrets(options)
-
-    def fsspec_options(self) -> dict[str, Any]:
-        """`storage_options` with the real credential values, for fsspec (never record it)."""
-        return revealed(self.storage_options)
 
     @model_validator(mode="after")
     def _check(self) -> CheckpointSpec:
