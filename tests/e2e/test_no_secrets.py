@@ -1,6 +1,6 @@
-"""Secrets planted in a spec's storage options, on the command line, in the database URL and in
-a webhook's signing-secret variable reach no record: not the database, not an artifact, not a
-log line, not `runs show`, not the webhook log."""
+"""Secrets planted in a spec's storage options (the data's on S3 and the checkpoints'), on the
+command line, in the database URL and in a webhook's signing-secret variable reach no record:
+not the database, not an artifact, not a log line, not `runs show`, not the webhook log."""
 
 from __future__ import annotations
 
@@ -46,7 +46,14 @@ def files_text(folder: Path) -> str:
 @pytest.mark.postgres
 def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3_endpoint,
                                             _isolated_home, monkeypatch):
+    import s3fs
+
+    uploader = s3fs.S3FileSystem(key="k", secret="s", client_kwargs={"endpoint_url": s3_endpoint})
+    uploader.put(str(fraud_project / "data") + "/", f"{s3_bucket}/data/", recursive=True)
     spec = yaml.safe_load((fraud_project / "pipeline.yaml").read_text())
+    endpoint = {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}
+    spec["data"]["source"] = f"s3://{s3_bucket}/data/transactions-*.parquet"
+    spec["data"]["storage_options"] = {"key": KEY, "client_kwargs": endpoint}
     spec["training"]["checkpoint"] = {
         "location": f"s3://{s3_bucket}/checkpoints", "every_n_steps": 20,
         "storage_options": {"key": KEY, "client_kwargs": {"endpoint_url": s3_endpoint,
@@ -68,7 +75,8 @@ def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3
     hooked = cli("webhooks", "add", "http://127.0.0.1:9/hook", "--events", "model.stage_changed",
                  "--secret-env", "TF_HOOK_SECRET")
     ran = cli("run", "pipeline.yaml", "training.epochs=1",
-              f"training.checkpoint.storage_options.secret={SECRET}", "--json")
+              f"training.checkpoint.storage_options.secret={SECRET}",
+              f"data.storage_options.secret={SECRET}", "--json")
     run_id = json.loads(ran.stdout)["run_id"]
     outputs = [ran.stdout, ran.stderr, hooked.stdout, hooked.stderr]
     for args in (["models", "promote", "fraud_detector", "1", "--to", "canary", "--reason", "r"],
@@ -83,13 +91,17 @@ def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3
     assert "ConnectError" in outputs[8], "the deliveries were attempted and logged"
     shown = json.loads(outputs[12])
     assert shown["params"]["training"]["checkpoint"]["storage_options"] == {
-        "client_kwargs": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}
+        "client_kwargs": endpoint}
+    assert shown["params"]["data"]["storage_options"] == {"client_kwargs": endpoint}
     records = {
         "database": database_text(pg_url),
         "artifacts and local state": files_text(_isolated_home),
         "cli output": "\n".join(outputs),
     }
     assert "training.checkpoint.storage_options.secret=***" in records["database"]
+    assert "data.storage_options.secret=***" in records["database"]
+    assert f"s3://{s3_bucket}/data/transactions-" in records["database"], \
+        "the run's data version names the files it read on S3"
     for where, content in records.items():
         for planted in PLANTED:
             assert planted not in content, f"{planted!r} found in the {where}"

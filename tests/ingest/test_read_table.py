@@ -30,7 +30,9 @@ def _write_parts(folder: Path) -> list[Path]:
 
 
 def test_public_api() -> None:
-    assert ingest.__all__ == ["IngestResult", "SourceFile", "read_columns", "read_table"]
+    assert ingest.__all__ == [
+        "IngestResult", "SourceBatch", "SourceFile", "SourceFileInfo", "SourceListing",
+        "iter_batches", "list_source_files", "read_columns", "read_table"]
 
 
 def test_reads_one_csv_file_with_its_hash_and_size(tmp_path: Path) -> None:
@@ -172,8 +174,10 @@ def test_no_matching_file_names_the_pattern(tmp_path: Path) -> None:
         read_table(pattern)
 
 
-def test_a_folder_as_source_gets_a_hint(tmp_path: Path) -> None:
-    with pytest.raises(DataNotFound, match="use a glob"):
+def test_an_empty_folder_as_source_says_so(tmp_path: Path) -> None:
+    (tmp_path / "_SUCCESS").write_text("")
+
+    with pytest.raises(DataNotFound, match="is a folder holding no file"):
         read_table(str(tmp_path))
 
 

@@ -1,4 +1,4 @@
-"""Where the records of a CSV file lie, in the lines an editor shows.
+"""Where the records of a CSV or JSON Lines file lie, in the lines an editor shows.
 
 Rules:
 - Lines are numbered from 1; `\\n`, `\\r\\n` and a lone `\\r` each end one, as editors count them.
@@ -8,25 +8,29 @@ Rules:
 - Records are split by the csv module (a quote opens a value only at its start, `""` inside
   one is a quote), which splits them as pyarrow's parser does. A value over the csv module's
   size limit (131,072 characters) stops the scan: the line numbers are then unknown (None).
-- The file is read as UTF-8 (a byte order mark skipped); undecodable bytes cannot move a line.
+- The file comes from `open_text()`, a text stream with newlines kept (`newline=""`): UTF-8,
+  a byte order mark skipped, undecodable bytes replaced so they cannot move a line.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TextIO
 
 from trainforge.errors import DataError
 
 if TYPE_CHECKING:
     import numpy as np
 
+OpenText = Callable[[], TextIO]
 
-def header(path: str) -> list[str]:
-    """The column names of a CSV file: its first record. DataError when it has none."""
+
+def header(open_text: OpenText, path: str) -> list[str]:
+    """The column names of a CSV file (`path` names it in errors): its first record.
+    DataError when it has none."""
     try:
-        first = next(_records(path), None)
+        first = next(_records(open_text), None)
     except csv.Error as exc:
         raise DataError(f"{path}: cannot read the header line: {exc}") from None
     if first is None:
@@ -34,23 +38,36 @@ def header(path: str) -> list[str]:
     return first[1]
 
 
-def record_lines(path: str, rows: int) -> np.ndarray | None:
-    """The line each of the `rows` data rows starts on, or None when a scan of the file does not
-    find exactly `rows` of them (the file changed since it was read, or a value is too long)."""
+def record_lines(open_text: OpenText, rows: int | None = None) -> np.ndarray | None:
+    """The line each data row starts on, or None when a scan of the file does not find exactly
+    `rows` of them (the file changed since it was read) or stops (a value is too long)."""
     import numpy as np
 
     try:
-        starts = np.fromiter((line for line, _ in _records(path)), dtype=np.int64)
+        starts = np.fromiter((line for line, _ in _records(open_text)), dtype=np.int64)
     except csv.Error:
         return None
-    return starts[1:] if len(starts) == rows + 1 else None
+    if len(starts) == 0 or (rows is not None and len(starts) != rows + 1):
+        return None
+    return starts[1:]
 
 
-def ragged_record(path: str) -> tuple[int, int, int, int] | None:
+def jsonl_lines(open_text: OpenText, rows: int | None = None) -> np.ndarray | None:
+    """The line of each non-blank line of a JSON Lines file (its rows), or None when there
+    are not exactly `rows` of them."""
+    import numpy as np
+
+    with open_text() as handle:
+        lines = np.fromiter((number for number, text in enumerate(handle, start=1)
+                             if text.strip()), dtype=np.int64)
+    return None if rows is not None and len(lines) != rows else lines
+
+
+def ragged_record(open_text: OpenText) -> tuple[int, int, int, int] | None:
     """(line, data row, values expected, values found) of the first data row whose number of
     values differs from the header's, or None when every row has as many (or the scan stops)."""
     try:
-        records = _records(path)
+        records = _records(open_text)
         _, names = next(records, (0, []))
         for row, (line, fields) in enumerate(records, start=1):
             if len(fields) != len(names):
@@ -60,9 +77,9 @@ def ragged_record(path: str) -> tuple[int, int, int, int] | None:
     return None
 
 
-def _records(path: str) -> Iterator[tuple[int, list[str]]]:
+def _records(open_text: OpenText) -> Iterator[tuple[int, list[str]]]:
     """(first line, values) of each non-empty record, header first."""
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+    with open_text() as handle:
         reader = csv.reader(handle)
         ended = 0
         for fields in reader:

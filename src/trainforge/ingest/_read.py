@@ -1,83 +1,105 @@
-"""Reading a file or glob of parquet / csv files into one DataFrame.
+"""Reading every file of a data source into one DataFrame.
 
 Rules:
-- `source` is a path or glob (absolute, or relative to the working directory); `**` recurses.
-- Matching files are sorted by path, read with the pyarrow engine and concatenated in that order
-  under a fresh RangeIndex. Every file must have the same set of columns (order may differ).
-- `format="auto"` picks the parser by extension: .parquet / .pq or .csv.
-- A CSV row with more or fewer values than the header is named by its line and data row.
+- Files and their columns as `iter_batches` reads them (`_stream.py`): path order, the same set
+  of columns in every file (the first file's order wins), hive partition columns last.
+- A file's batches are cast to the widest type any of them has (a CSV column widened part way,
+  see `_formats.py`); files are concatenated with Arrow's permissive promotion (int64 with
+  float64 gives float64), or, where Arrow has none (int64 with string), as pandas concatenates
+  them (object). The frame has a fresh RangeIndex.
+- Each file is hashed (sha256 of its bytes as stored, compressed or not) in 1 MiB chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from trainforge.errors import DataError
-from trainforge.ingest._csv import ragged_record
+from trainforge.ingest._formats import file_batches
 from trainforge.ingest._result import IngestResult, SourceFile
-from trainforge.ingest._sources import FileFormat, Format, file_kind, match_files
+from trainforge.ingest._sources import Format, SourceListing, list_source_files
+from trainforge.ingest._stream import (
+    DEFAULT_BATCH_ROWS,
+    LineMaps,
+    check_columns,
+    with_partitions,
+)
 
 _CHUNK = 1 << 20
 
 
-def read_table(source: str, format: Format = "auto") -> IngestResult:
-    """Read every file matching `source` into one frame, remembering where each row came from.
+def read_table(
+    source: str, format: Format = "auto", storage_options: Mapping[str, Any] | None = None
+) -> IngestResult:
+    """Read every file `source` names into one frame, remembering where each row came from.
 
     >>> result = read_table("data/transactions-*.parquet")  # doctest: +SKIP
     >>> result.locate(0), result.fingerprint[:12]  # doctest: +SKIP
     ('transactions-01.parquet row 1', '3f1c0a9e2b7d')
     """
-    paths = match_files(source)
-    kinds = [file_kind(path, format) for path in paths]
-    frames = [_parse(path, kind) for path, kind in zip(paths, kinds, strict=True)]
-    _check_columns(paths, frames)
+    listing = list_source_files(source, format, storage_options)
+    tables = _file_tables(listing)
     files = tuple(
-        SourceFile(path, *_hash(path), len(frame), kind)
-        for path, frame, kind in zip(paths, frames, kinds, strict=True)
+        SourceFile(file.path, *_hash(listing.fs, file.path), table.num_rows, file.format,
+                   file.compression)
+        for file, table in zip(listing.files, tables, strict=True)
     )
     if sum(f.rows for f in files) == 0:
         raise DataError(f"{source}: contains no rows ({len(files)} file(s) read)")
-    frame = pd.concat([f[frames[0].columns] for f in frames if len(f)], ignore_index=True)
-    return IngestResult(frame=frame, files=files, source=source)
+    frame = _concat(tables)
+    lines = LineMaps(listing, lambda index: files[index].rows)
+    return IngestResult(frame=frame, files=files, source=source, lines=lines)
 
 
-def _parse(path: str, kind: FileFormat) -> pd.DataFrame:
-    reader = pd.read_parquet if kind == "parquet" else pd.read_csv
+def _file_tables(listing: SourceListing) -> list[pa.Table]:
+    partition_types = {name: pa.int64() if kind == "int64" else pa.string()
+                       for name, kind in listing.partition_types}
+    tables: list[pa.Table] = []
+    expected: set[str] | None = None
+    for index, file in enumerate(listing.files):
+        schema, batches = file_batches(listing.fs, file, DEFAULT_BATCH_ROWS)
+        expected = check_columns(listing, index, schema, expected)
+        parts = [with_partitions(batch, file, partition_types) for batch in batches]
+        empty = with_partitions(pa.RecordBatch.from_pylist([], schema=schema), file,
+                                partition_types)
+        widest = _widest([empty.schema, *(p.schema for p in parts)])
+        tables.append(pa.Table.from_batches([p.cast(widest) for p in parts], schema=widest))
+    return tables
+
+
+def _widest(schemas: list[pa.Schema]) -> pa.Schema:
+    """The first schema with each column's type widened to hold every schema's: the same
+    type, float64 for mixed numbers, else string."""
+    fields = []
+    for field in schemas[0]:
+        kinds = {schema.field(field.name).type for schema in schemas}
+        if len(kinds) > 1:
+            numeric = all(pa.types.is_integer(k) or pa.types.is_floating(k) for k in kinds)
+            field = field.with_type(pa.float64() if numeric else pa.string())
+        fields.append(field)
+    return pa.schema(fields, metadata=schemas[0].metadata)
+
+
+def _concat(tables: list[pa.Table]) -> pd.DataFrame:
+    names = tables[0].column_names
+    kept = [table.select(names) for table in tables]
     try:
-        return reader(path, engine="pyarrow")
-    except (ValueError, OSError, pa.ArrowException) as exc:
-        ragged = ragged_record(path) if kind == "csv" else None
-        if ragged is None:
-            raise DataError(f"{path}: cannot read as {kind}: {exc}") from None
-        line, row, expected, found = ragged
-        raise DataError(
-            f"{path} line {line} (row {row}): cannot read as csv: expected {expected} values "
-            f"as in the header, found {found}"
-        ) from None
+        whole = pa.concat_tables(kept, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        frames = [table.to_pandas() for table in kept if table.num_rows]
+        return pd.concat(frames, ignore_index=True)
+    return whole.to_pandas()
 
 
-
-
-
-def _check_columns(paths: list[str], frames: list[pd.DataFrame]) -> None:
-    expected = set(frames[0].columns)
-    for path, frame in zip(paths[1:], frames[1:], strict=True):
-        found = set(frame.columns)
-        if found != expected:
-            missing = ", ".join(sorted(map(str, expected - found))) or "none"
-            extra = ", ".join(sorted(map(str, found - expected))) or "none"
-            raise DataError(
-                f"{path}: columns differ from {paths[0]}: missing {missing}; extra {extra}"
-            )
-
-
-def _hash(path: str) -> tuple[int, str]:
+def _hash(fs: Any, path: str) -> tuple[int, str]:
     """(size, sha256) of the file's bytes, read in 1 MiB chunks."""
     digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as handle:
+    with fs.open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
             size += len(chunk)

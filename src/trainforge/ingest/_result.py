@@ -4,29 +4,28 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from trainforge.entities import DataVersion
-from trainforge.ingest._csv import record_lines
-from trainforge.ingest._sources import FileFormat
+from trainforge.ingest._sources import Compression, FileFormat, relative_names
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One file read: its absolute path, size in bytes, sha256 of its bytes, its row count and
-    the format it was parsed as."""
+    """One file read: its absolute path or URL, size in bytes, sha256 of its bytes as stored,
+    its row count, the format it was parsed as and its compression."""
 
     path: str
     size: int
     sha256: str
     rows: int
     format: FileFormat
+    compression: Compression | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,8 +41,8 @@ class IngestResult:
     frame: pd.DataFrame
     files: tuple[SourceFile, ...]
     source: str
-    _lines: dict[int, np.ndarray | None] = field(
-        default_factory=dict, init=False, repr=False, compare=False
+    lines: Callable[[int], np.ndarray | None] = field(
+        default=lambda index: None, repr=False, compare=False
     )
 
     @property
@@ -58,11 +57,12 @@ class IngestResult:
     def locate(self, row: int) -> str:
         """Where row position `row` of `frame` lies, as a user opening the file finds it.
 
-        CSV: `"<file> line <L> (row <n>)"`, L the line an editor shows (the header is line 1
-        of a plain file) and n the data row in that file, both from 1. Parquet has no lines:
-        `"<file> row <n>"`. When a CSV file no longer scans to the rows read (it changed since,
-        or holds a value too long to scan), its line is left out as for Parquet. The first
-        location asked of a CSV file scans it once; the line numbers are kept.
+        CSV and JSON Lines: `"<file> line <L> (row <n>)"`, L the line an editor shows (the
+        header is line 1 of a plain CSV file) and n the data row in that file, both from 1.
+        Parquet has no lines: `"<file> row <n>"`. When a text file no longer scans to the rows
+        read (it changed since, or holds a value too long to scan), its line is left out as for
+        Parquet. The first location asked of a text file scans it once (`lines`, from
+        `read_table`); the line numbers are kept.
         """
         if not 0 <= row < len(self.frame):
             raise IndexError(f"row {row} is outside the {len(self.frame)} rows read")
@@ -70,7 +70,7 @@ class IngestResult:
         index = bisect.bisect_right(ends, row)
         within = row - (ends[index - 1] if index else 0)
         name = self._names()[index]
-        lines = self._csv_lines(index)
+        lines = self.lines(index)
         if lines is None:
             return f"{name} row {within + 1}"
         return f"{name} line {lines[within]} (row {within + 1})"
@@ -88,14 +88,5 @@ class IngestResult:
             num_rows=len(self.frame),
         )
 
-    def _csv_lines(self, index: int) -> np.ndarray | None:
-        file = self.files[index]
-        if file.format != "csv":
-            return None
-        if index not in self._lines:
-            self._lines[index] = record_lines(file.path, file.rows)
-        return self._lines[index]
-
     def _names(self) -> list[str]:
-        parent = os.path.commonpath([os.path.dirname(f.path) for f in self.files])
-        return [Path(f.path).relative_to(parent).as_posix() for f in self.files]
+        return relative_names([f.path for f in self.files])

@@ -1,61 +1,246 @@
-"""Which files a data source names, their format, and their column names without their rows.
+"""Which files a data source names, their format and compression, their hive partitions, and
+their column names without their rows.
 
-Nothing here imports pandas: `read_columns` is what `trainforge validate` uses to check the
-columns a spec names, and it reads only a Parquet footer (pyarrow) or a CSV header line.
+Rules:
+- `source` is a local path, folder or glob (absolute, or relative to the working directory; `**`
+  recurses), a `file://` URI, or a URL of an fsspec protocol (`s3://bucket/prefix/*.parquet`)
+  opened with `storage_options`. Matching files are sorted by path.
+- A folder means every data file below it (any depth) whose name does not start with `_` or `.`
+  (`_SUCCESS`, `.crc` files), as Spark and Hive write them.
+- Format by extension: `.parquet` / `.pq`, `.csv`, `.jsonl` / `.ndjson`, each CSV or JSON Lines
+  file optionally compressed as `.gz`, `.zst` / `.zstd` or `.bz2`. An explicit format applies to
+  every file (compression still follows the extension).
+- Hive partitions: a folder named `key=value` between the source's fixed part (before its first
+  glob character, or the folder itself) and a file makes `key` a column of that file's rows.
+  Its type is int64 when every file's value is a whole number, else string;
+  `__HIVE_DEFAULT_PARTITION__` is null.
+- Nothing here imports pandas: `read_columns` is what `trainforge validate` uses to check the
+  columns a spec names, and it reads a Parquet footer or the first block of a text file.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from typing import Literal
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
 
 from trainforge.errors import DataError, DataNotFound
-from trainforge.ingest._csv import header
 
-Format = Literal["auto", "parquet", "csv"]
-FileFormat = Literal["parquet", "csv"]
+Format = Literal["auto", "parquet", "csv", "jsonl"]
+FileFormat = Literal["parquet", "csv", "jsonl"]
+Compression = Literal["gzip", "zstd", "bz2"]
 
-_EXTENSIONS: dict[str, FileFormat] = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
-
-
-def match_files(source: str) -> list[str]:
-    paths = sorted(os.path.abspath(p) for p in glob.glob(source, recursive=True))
-    files = [p for p in paths if os.path.isfile(p)]
-    if not files:
-        base = "" if os.path.isabs(source) else f" (relative to {os.getcwd()})"
-        hint = "; it is a folder, use a glob such as 'folder/*.parquet'" if paths else ""
-        raise DataNotFound(f"data source {source!r} matches no file{base}{hint}")
-    return files
-
-
-def read_columns(source: str, format: Format = "auto") -> tuple[str, list[str]]:
-    """(path, column names) of the first file matching `source`, in path order, without reading
-    its rows: the Parquet footer's schema (pandas index columns left out, as `read_table` leaves
-    them) or the CSV header line. DataNotFound when nothing matches, DataError when the file
-    cannot be read."""
-    path = match_files(source)[0]
-    if file_kind(path, format) == "csv":
-        return path, header(path)
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        schema = pq.read_schema(path)
-    except (ValueError, OSError, pa.ArrowException) as exc:
-        raise DataError(f"{path}: cannot read as parquet: {exc}") from None
-    index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
-             if isinstance(c, str)}
-    return path, [name for name in schema.names if name not in index]
+_FORMATS: dict[str, FileFormat] = {
+    ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+}
+_COMPRESSIONS: dict[str, Compression] = {
+    ".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2",
+}
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_PARTITION = re.compile(r"^([^=]+)=(.*)$")
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_EXPECTED = "expected .parquet, .pq, .csv, .jsonl or .ndjson (optionally .gz, .zst or .bz2)"
 
 
-def file_kind(path: str, format: Format) -> FileFormat:
+@dataclass(frozen=True)
+class SourceFileInfo:
+    """One file a source names, before it is read.
+
+    `path` is what the file system calls it (an absolute local path, or `s3://bucket/key`);
+    `partitions` are its hive `(column, value)` pairs, value None for the default partition.
+    """
+
+    path: str
+    size: int
+    format: FileFormat
+    compression: Compression | None
+    partitions: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceListing:
+    """The files of a source, in path order, the file system they are read through, and the
+    type of each partition column (int64 or string)."""
+
+    source: str
+    files: tuple[SourceFileInfo, ...]
+    fs: Any
+    partition_types: tuple[tuple[str, Literal["int64", "string"]], ...]
+
+    def names(self) -> list[str]:
+        """File names relative to the files' common parent folder, so names say content, not
+        location."""
+        return relative_names([f.path for f in self.files])
+
+
+def list_source_files(
+    source: str, format: Format = "auto", storage_options: Mapping[str, Any] | None = None
+) -> SourceListing:
+    """The data files `source` names; DataNotFound when there is none, DataError for a file
+    whose format is unknown or a protocol that cannot be opened."""
+    fs, protocol, pattern = _filesystem(source, storage_options or {})
+    found, base = _match(fs, protocol, pattern, source)
+    files = []
+    for path, size in found:
+        kind, compression = file_kind(path, format)
+        files.append(SourceFileInfo(path, size, kind, compression, _partitions(path, base)))
+    return SourceListing(source, tuple(files), fs, _partition_types(files))
+
+
+def read_columns(
+    source: str, format: Format = "auto", storage_options: Mapping[str, Any] | None = None
+) -> tuple[str, list[str]]:
+    """(path, column names) of the first file `source` names, in path order, hive partition
+    columns last, without reading its rows (pandas index columns left out, as `read_table`
+    leaves them). DataNotFound when nothing matches, DataError when the file cannot be read."""
+    from trainforge.ingest._csv import header
+    from trainforge.ingest._formats import file_schema, open_text
+
+    listing = list_source_files(source, format, storage_options)
+    first = listing.files[0]
+    if first.format == "csv":
+        names = header(lambda: open_text(listing.fs, first), first.path)
+    else:
+        names = file_schema(listing.fs, first).names
+    return first.path, [*names, *(name for name, _ in first.partitions)]
+
+
+def file_kind(path: str, format: Format) -> tuple[FileFormat, Compression | None]:
+    """(format, compression) of a file, by its extension unless `format` names one."""
+    stem, suffix = os.path.splitext(path.lower())
+    compression = _COMPRESSIONS.get(suffix)
+    if compression is not None:
+        suffix = os.path.splitext(stem)[1]
     if format != "auto":
-        return format
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in _EXTENSIONS:
+        kind: FileFormat = format
+    elif suffix in _FORMATS:
+        kind = _FORMATS[suffix]
+    else:
         raise DataError(
-            f"{path}: unknown file extension {suffix!r}; expected .parquet, .pq or .csv, "
-            "or set format to 'parquet' or 'csv'"
+            f"{path}: unknown file extension {suffix!r}; {_EXPECTED}, or set format to "
+            "'parquet', 'csv' or 'jsonl'"
         )
-    return _EXTENSIONS[suffix]
+    if kind == "parquet" and compression is not None:
+        raise DataError(f"{path}: a parquet file is compressed inside; expected no "
+                        f"{os.path.splitext(path)[1]} suffix")
+    return kind, compression
+
+
+def relative_names(paths: list[str]) -> list[str]:
+    """Each path relative to the paths' common parent folder, with `/` separators."""
+    posix = [_posix(path) for path in paths]
+    parent = os.path.commonpath([str(PurePosixPath(p).parent) for p in posix])
+    return [PurePosixPath(p).relative_to(parent).as_posix() for p in posix]
+
+
+def _posix(path: str) -> str:
+    scheme, sep, rest = path.partition("://")
+    return f"/{scheme}/{rest}" if sep else os.path.normpath(path).replace(os.sep, "/")
+
+
+def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, str, str]:
+    """(fsspec file system, protocol, path or pattern as that file system names it)."""
+    import fsspec
+
+    if source.startswith("file://"):
+        parts = urlsplit(source)
+        if parts.netloc not in ("", "localhost"):
+            raise DataError(f"data source {source!r}: expected file:///<absolute path>")
+        return fsspec.filesystem("file"), "file", url2pathname(parts.path)
+    if "://" not in source:
+        return fsspec.filesystem("file"), "file", os.path.abspath(source)
+    protocol = source.split("://", 1)[0]
+    if protocol not in fsspec.available_protocols():
+        raise DataError(f"data source {source!r}: unknown protocol {protocol!r}; expected a "
+                        "local path, file:// or an fsspec URL such as s3://bucket/prefix")
+    try:
+        fs = fsspec.filesystem(protocol, **dict(options))
+    except ImportError as exc:
+        raise DataError(f"data source {source!r}: protocol {protocol!r} needs a package that "
+                        f"is not installed ({exc}); for s3:// pip install 'trainforge[s3]'"
+                        ) from None
+    except TypeError as exc:
+        raise DataError(f"data source {source!r}: storage options {sorted(options)} refused: "
+                        f"{exc}") from None
+    return fs, protocol, fs._strip_protocol(source)
+
+
+def _match(fs: Any, protocol: str, pattern: str, source: str) -> tuple[list[tuple[str, int]], str]:
+    """((path, size) of each data file, sorted; the fixed folder partitions are read below)."""
+    where = "" if "://" in source or os.path.isabs(source) else f" (relative to {os.getcwd()})"
+    local = protocol == "file"
+    if not local:
+        fs.invalidate_cache()  # another process may have written since the last listing
+    try:
+        if _GLOB_CHARS.search(pattern):
+            base = _fixed_folder(pattern)
+            matched = sorted(glob.glob(pattern, recursive=True) if local else fs.glob(pattern))
+            found = [(p, _size(fs, p)) for p in matched if fs.isfile(p)]
+        elif fs.isdir(pattern):
+            base = pattern.rstrip("/")
+            found = sorted((path, int(info["size"])) for path, info in
+                           fs.find(pattern, detail=True).items()
+                           if info.get("type") == "file" and _is_data_file(path, base))
+            if not found:
+                raise DataNotFound(f"data source {source!r}{where} is a folder holding no file "
+                                   "(names starting with _ or . are skipped)")
+        elif fs.isfile(pattern):
+            base, found = _parent(pattern), [(pattern, _size(fs, pattern))]
+        else:
+            found, base = [], pattern
+    except (PermissionError, OSError) as exc:
+        if isinstance(exc, DataNotFound):
+            raise
+        raise DataError(f"data source {source!r}: cannot list it: {exc}") from None
+    if not found:
+        raise DataNotFound(f"data source {source!r} matches no file{where}")
+    prefix = "" if local else f"{protocol}://"
+    return [(f"{prefix}{path}", size) for path, size in found], f"{prefix}{base}"
+
+
+def _size(fs: Any, path: str) -> int:
+    return int(fs.size(path))
+
+
+def _fixed_folder(pattern: str) -> str:
+    """The folder part of `pattern` before its first glob character."""
+    head = pattern[: _GLOB_CHARS.search(pattern).start()]  # type: ignore[union-attr]
+    return head.rsplit("/", 1)[0] if "/" in head else head.rsplit(os.sep, 1)[0]
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else os.path.dirname(path)
+
+
+def _is_data_file(path: str, base: str) -> bool:
+    relative = path[len(base):].strip("/").split("/")
+    return not any(part.startswith(("_", ".")) for part in relative)
+
+
+def _partitions(path: str, base: str) -> tuple[tuple[str, str | None], ...]:
+    folders = path[len(base):].strip("/").replace(os.sep, "/").split("/")[:-1]
+    pairs = []
+    for folder in folders:
+        match = _PARTITION.match(folder)
+        if match:
+            value = unquote(match.group(2))
+            pairs.append((unquote(match.group(1)), None if value == _HIVE_NULL else value))
+    return tuple(pairs)
+
+
+def _partition_types(
+    files: list[SourceFileInfo],
+) -> tuple[tuple[str, Literal["int64", "string"]], ...]:
+    values: dict[str, list[str]] = {}
+    for file in files:
+        for name, value in file.partitions:
+            values.setdefault(name, []).extend([] if value is None else [value])
+    whole = re.compile(r"^-?\d{1,18}$")
+    return tuple((name, "int64" if all(whole.match(v) for v in found) else "string")
+                 for name, found in values.items())

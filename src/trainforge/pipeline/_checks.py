@@ -119,7 +119,8 @@ def _known_columns(
     """The data's columns when its source matches a file, else the contract's (or None); and
     the problem of a data file that cannot be read."""
     try:
-        path, names = read_columns(spec.data.source, spec.data.format)
+        path, names = read_columns(spec.data.source, spec.data.format,
+                                   spec.data.fsspec_options())
     except DataNotFound:
         if contract is None:
             return None, []

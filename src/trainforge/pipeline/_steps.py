@@ -65,7 +65,7 @@ class TrainedModel:
 
 
 def ingest(spec: DataSpec, run: RunRecorder) -> dict[str, Any]:
-    raw = read_table(spec.source, spec.format)
+    raw = read_table(spec.source, spec.format, spec.fsspec_options())
     version = raw.data_version()
     run.set_data_version(version)
     run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),
