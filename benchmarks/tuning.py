@@ -23,6 +23,7 @@ machine skews every figure):
   included.
 
     .venv/bin/python benchmarks/tuning.py [--seeds 5] [--trials 12] [--epochs 9]
+        [--reduction-factor 3]
         [--overhead-trials 10000] [--workers 4] [--db URL] [--skip-pruning] [--skip-overhead]
 """
 
@@ -86,6 +87,7 @@ def pruning(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
                          "training.schedule.min_lr=0", "training.schedule.warmup_steps=0", SPACE,
                          "tuning.refit=false", "tuning.sampler=random",
                          f"tuning.pruner.type={pruner}", "tuning.pruner.min_resource=1",
+                         f"tuning.pruner.reduction_factor={args.reduction_factor}",
                          f"tuning.seed={seed}"]
             result = tune(work_dir / "pipeline.yaml", overrides, trials=args.trials,
                           study=f"{method}-{seed}")
@@ -93,7 +95,7 @@ def pruning(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
             steps[method].append(steps_to_target(store, result.summary, args.target))
     mean = {method: statistics.mean(values) for method, values in steps.items()}
     return {"target_val_accuracy": args.target, "seeds": args.seeds, "trials": args.trials,
-            "epochs": args.epochs, "mean_steps": mean, "steps": steps,
+            "epochs": args.epochs, "reduction_factor": args.reduction_factor, "mean_steps": mean, "steps": steps,
             "asha_steps_ratio": mean["asha"] / mean["random"],
             "hyperband_steps_ratio": mean["hyperband"] / mean["random"]}
 
@@ -171,6 +173,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--target", type=float, default=0.98)
+    parser.add_argument("--reduction-factor", type=int, default=3,
+                        help="ASHA's and Hyperband's: 1/n of the trials at a rung go on")
     parser.add_argument("--overhead-trials", type=int, default=10_000)
     parser.add_argument("--window", type=int, default=50)
     parser.add_argument("--workers", type=int, default=4)

@@ -263,3 +263,32 @@ def test_parquet_written_by_pyarrow_with_row_groups_streams_per_group(tmp_path: 
 
     assert max(p.batch.num_rows for p in parts) <= 25
     assert sum(p.batch.num_rows for p in parts) == 100
+
+
+def test_s3_object_removed_after_listing_or_mid_read_names_the_file(
+    s3_bucket: str, s3_options: dict[str, Any], tmp_path: Path
+) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    pq.write_table(pa.table({"x": list(range(200_000))}), tmp_path / "big.parquet",
+                   row_group_size=20_000)
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "small.parquet")
+    fs.put(str(tmp_path / "small.parquet"), f"{s3_bucket}/rows/a.parquet")
+    fs.put(str(tmp_path / "big.parquet"), f"{s3_bucket}/rows/b.parquet")
+    fs.put(str(tmp_path / "big.parquet"), f"{s3_bucket}/big/c.parquet")
+    options = {**s3_options, "default_block_size": 2**16, "default_cache_type": "none"}
+
+    listed = iter_batches(f"s3://{s3_bucket}/rows", storage_options=options)
+    assert next(listed).batch.num_rows == 1
+    fs.rm(f"{s3_bucket}/rows/b.parquet")
+    with pytest.raises(DataError, match=r"s3://.*/rows/b\.parquet: the file was removed after "
+                                        r"the source was listed"):
+        next(listed)
+
+    reading = iter_batches(f"s3://{s3_bucket}/big", storage_options=options, batch_rows=20_000)
+    assert next(reading).batch.num_rows == 20_000
+    fs.rm(f"{s3_bucket}/big/c.parquet")
+    with pytest.raises(DataError, match=r"s3://.*/big/c\.parquet: (the file was removed|cannot "
+                                        r"read as parquet)"):
+        list(reading)

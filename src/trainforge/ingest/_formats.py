@@ -1,4 +1,5 @@
-"""Reading one file as Arrow record batches, a block at a time: Parquet by row groups, CSV and
+"""Reading one file as Arrow record batches, a block at a time: Parquet a row group at a time
+(never the whole file at once), CSV and
 JSON Lines through pyarrow's streaming readers (decompressed on the fly).
 
 Rules:
@@ -87,7 +88,7 @@ def file_batches(fs: Any, file: SourceFileInfo, batch_rows: int) -> tuple[pa.Sch
 def _parquet_batches(fs: Any, file: SourceFileInfo,
                      batch_rows: int) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     handle = fs.open(file.path, "rb")
-    parquet = pq.ParquetFile(handle)
+    parquet = pq.ParquetFile(handle, pre_buffer=False)  # a row group at a time, not the file
     schema = _without_index(parquet.schema_arrow)
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -180,6 +181,9 @@ def _without_index(schema: pa.Schema) -> pa.Schema:
 
 
 def _unreadable(fs: Any, file: SourceFileInfo, exc: Exception) -> DataError:
+    if isinstance(exc, FileNotFoundError):
+        return DataError(f"{file.path}: the file was removed after the source was listed "
+                         "(another process changed the data while it was read)")
     kind = file.format
     changed = _JSON_COLUMN.search(str(exc)) if kind == "jsonl" else None
     if changed:
