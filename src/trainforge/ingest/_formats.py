@@ -1,6 +1,6 @@
 """Reading one file as Arrow record batches, a block at a time: Parquet a row group at a time
-(never the whole file at once), CSV and
-JSON Lines through pyarrow's streaming readers (decompressed on the fly).
+(never the whole file at once), CSV and JSON Lines through pyarrow's streaming readers
+(decompressed on the fly).
 
 Rules:
 - Parquet: pandas index columns are left out (pandas' own metadata is kept without them).
