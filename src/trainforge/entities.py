@@ -104,6 +104,16 @@ class DataVersion:
 
 
 @dataclass(frozen=True)
+class DataTag:
+    """`name@tag` pointing at a data version; `data snapshot --name NAME` moves `NAME@latest`."""
+
+    name: str
+    tag: str
+    data_version_id: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class CheckpointRecord:
     """A checkpoint a run saved at `step`, as the tracking store records it: where it lies
     (`uri`) and the metrics it was saved with. `deleted_at` is set once its files were deleted;

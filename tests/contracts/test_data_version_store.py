@@ -32,3 +32,51 @@ def test_an_unknown_data_version_raises_not_found_naming_it(
     with pytest.raises(NotFound) as raised:
         data_versions.get_data_version(MISSING)
     assert str(raised.value) == f"data version '{MISSING}' not found"
+
+
+def _version(data_versions: DataVersionStore, char: str) -> DataVersion:
+    return data_versions.put_data_version(DataVersion(char * 64, "data/", (), 1))
+
+
+def test_data_versions_list_newest_first_in_pages(data_versions: DataVersionStore) -> None:
+    stored = [_version(data_versions, char) for char in "abc"]
+
+    first = data_versions.list_data_versions(limit=2)
+    rest = data_versions.list_data_versions(limit=2, cursor=first.next_cursor)
+
+    assert [v.data_version_id for v in first.items + rest.items] == [
+        v.data_version_id for v in reversed(stored)]
+    assert rest.next_cursor is None
+
+
+def test_data_version_ids_by_prefix(data_versions: DataVersionStore) -> None:
+    data_versions.put_data_version(DataVersion("ab" + "0" * 62, "s", (), 1))
+    data_versions.put_data_version(DataVersion("ab" + "1" * 62, "s", (), 1))
+    data_versions.put_data_version(DataVersion("a%" + "1" * 62, "s", (), 1))
+
+    assert data_versions.data_version_ids("ab") == ["ab" + "0" * 62, "ab" + "1" * 62]
+    assert data_versions.data_version_ids("ab1") == ["ab" + "1" * 62]
+    assert data_versions.data_version_ids("a%") == ["a%" + "1" * 62]
+    assert data_versions.data_version_ids("a_") == []
+    assert data_versions.data_version_ids("ab", limit=1) == ["ab" + "0" * 62]
+
+
+def test_a_data_tag_points_at_one_version_and_moves(data_versions: DataVersionStore) -> None:
+    old, new = _version(data_versions, "a"), _version(data_versions, "b")
+
+    data_versions.set_data_tag("fraud", "latest", old.data_version_id)
+    data_versions.set_data_tag("fraud", "day10", old.data_version_id)
+    moved = data_versions.set_data_tag("fraud", "latest", new.data_version_id)
+
+    assert moved.data_version_id == new.data_version_id and moved.created_at is not None
+    assert data_versions.get_data_tag("fraud", "latest") == moved
+    assert [(t.name, t.tag) for t in data_versions.list_data_tags()] == [
+        ("fraud", "day10"), ("fraud", "latest")]
+    assert [t.tag for t in data_versions.list_data_tags(old.data_version_id)] == ["day10"]
+
+
+def test_unknown_tags_and_versions_raise_not_found(data_versions: DataVersionStore) -> None:
+    with pytest.raises(NotFound, match=r"data tag 'fraud@nope' not found"):
+        data_versions.get_data_tag("fraud", "nope")
+    with pytest.raises(NotFound, match=r"data version .* not found"):
+        data_versions.set_data_tag("fraud", "latest", MISSING)

@@ -21,8 +21,10 @@ from trainforge.storage.tables import Base
 
 REGISTRY_TABLES = {"model_stage_changes", "model_aliases", "webhooks", "webhook_deliveries"}
 TUNING_TABLES = {"tuning_journal", "tuning_heartbeats"}
+DATA_TABLES = {"data_tags"}
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
-          "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES}
+          "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES,
+          *DATA_TABLES}
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
@@ -106,7 +108,7 @@ def test_downgrade_to_base_removes_every_table(sqlite_url: str) -> None:
 def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> None:
     _downgraded(db_url, "0002")
     assert _revision_and_tables(db_url) == (
-        "0002", TABLES - {"checkpoints"} - REGISTRY_TABLES - TUNING_TABLES)
+        "0002", TABLES - {"checkpoints"} - REGISTRY_TABLES - TUNING_TABLES - DATA_TABLES)
 
 
 def _at_revision(url: str, revision: str) -> None:
@@ -156,7 +158,7 @@ def test_a_database_at_0003_upgrades_keeping_its_runs(db_url: str) -> None:
 def test_downgrade_to_0003_drops_the_system_columns(db_url: str) -> None:
     columns, indexes = _downgraded(db_url, "0003")
     assert not {"system", "spec_hash"} & columns and "ix_runs_spec_hash" not in indexes
-    assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES - TUNING_TABLES)
+    assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES - TUNING_TABLES - DATA_TABLES)
 
 
 def test_a_database_at_0004_upgrades_keeping_its_model_versions(db_url: str) -> None:
@@ -208,12 +210,17 @@ def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) ->
     columns, indexes = _downgraded(db_url, "0004", "model_versions")
     assert not {"features_hash", "environment"} & columns
     assert "uq_model_versions_single_holder" not in indexes
-    assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES - TUNING_TABLES)
+    assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES - TUNING_TABLES - DATA_TABLES)
 
 
 def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:
     _downgraded(db_url, "0005")
-    assert _revision_and_tables(db_url) == ("0005", TABLES - TUNING_TABLES)
+    assert _revision_and_tables(db_url) == ("0005", TABLES - TUNING_TABLES - DATA_TABLES)
+
+
+def test_downgrade_to_0006_drops_only_the_data_tags(db_url: str) -> None:
+    _downgraded(db_url, "0006")
+    assert _revision_and_tables(db_url) == ("0006", TABLES - DATA_TABLES)
 
 
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:

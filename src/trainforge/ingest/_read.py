@@ -7,12 +7,12 @@ Rules:
   see `_formats.py`); files are concatenated with Arrow's permissive promotion (int64 with
   float64 gives float64), or, where Arrow has none (int64 with string), as pandas concatenates
   them (object). The frame has a fresh RangeIndex.
-- Each file is hashed (sha256 of its bytes as stored, compressed or not) in 1 MiB chunks.
+- Each file is hashed (sha256 of its bytes as stored, compressed or not; `_hashing.py`), an
+  unchanged local file only once when a `hash_cache` is given.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from trainforge.errors import DataError
 from trainforge.ingest._formats import file_batches
+from trainforge.ingest._hashing import HashCache, file_sha256
 from trainforge.ingest._result import IngestResult, SourceFile
 from trainforge.ingest._sources import Format, SourceListing, list_source_files
 from trainforge.ingest._stream import (
@@ -30,11 +31,13 @@ from trainforge.ingest._stream import (
     with_partitions,
 )
 
-_CHUNK = 1 << 20
-
 
 def read_table(
-    source: str, format: Format = "auto", storage_options: Mapping[str, Any] | None = None
+    source: str,
+    format: Format = "auto",
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    hash_cache: HashCache | None = None,
 ) -> IngestResult:
     """Read every file `source` names into one frame, remembering where each row came from.
 
@@ -45,8 +48,8 @@ def read_table(
     listing = list_source_files(source, format, storage_options)
     tables = _file_tables(listing)
     files = tuple(
-        SourceFile(file.path, *_hash(listing.fs, file.path), table.num_rows, file.format,
-                   file.compression)
+        SourceFile(file.path, *file_sha256(listing.fs, file.path, hash_cache), table.num_rows,
+                   file.format, file.compression)
         for file, table in zip(listing.files, tables, strict=True)
     )
     if sum(f.rows for f in files) == 0:
@@ -94,13 +97,3 @@ def _concat(tables: list[pa.Table]) -> pd.DataFrame:
         frames = [table.to_pandas() for table in kept if table.num_rows]
         return pd.concat(frames, ignore_index=True)
     return whole.to_pandas()
-
-
-def _hash(fs: Any, path: str) -> tuple[int, str]:
-    """(size, sha256) of the file's bytes, read in 1 MiB chunks."""
-    digest, size = hashlib.sha256(), 0
-    with fs.open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()

@@ -45,6 +45,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from trainforge.entities import (
     CheckpointRecord,
+    DataTag,
     DataVersion,
     Experiment,
     MetricPoint,
@@ -295,6 +296,11 @@ class DataVersionStore(Protocol):
     - `put_data_version` is a race-free insert: putting an id already stored returns the stored
       record unchanged (whatever else the argument says) and never raises `Conflict`;
     - `get_data_version` raises `NotFound` for an unknown id;
+    - `list_data_versions` orders newest first (cursor: creation time, then id);
+      `data_version_ids(prefix)` gives up to `limit` stored ids starting with `prefix`, sorted;
+    - a tag (`name@tag`) points at one stored version: `set_data_tag` creates or moves it
+      (`NotFound` for an unknown version), `get_data_tag` raises `NotFound` naming
+      `name@tag`; `list_data_tags` orders by name, then tag, those of one version if given;
     - as every area: one unit of work per call, from any thread, frozen records the caller
       owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
@@ -302,6 +308,18 @@ class DataVersionStore(Protocol):
     def put_data_version(self, version: DataVersion) -> DataVersion: ...
 
     def get_data_version(self, data_version_id: str) -> DataVersion: ...
+
+    def list_data_versions(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[DataVersion]: ...
+
+    def data_version_ids(self, prefix: str, limit: int = 2) -> list[str]: ...
+
+    def set_data_tag(self, name: str, tag: str, data_version_id: str) -> DataTag: ...
+
+    def get_data_tag(self, name: str, tag: str) -> DataTag: ...
+
+    def list_data_tags(self, data_version_id: str | None = None) -> list[DataTag]: ...
 
 
 class RegistryStore(Protocol):

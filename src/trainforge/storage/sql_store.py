@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from trainforge.entities import (
     CheckpointRecord,
+    DataTag,
     DataVersion,
     Experiment,
     MetricPoint,
@@ -54,7 +55,7 @@ from trainforge.entities import (
     WebhookDelivery,
 )
 from trainforge.errors import Ambiguous, Conflict, NotFound, StoreError, StoreUnavailable
-from trainforge.storage import sql_checkpoints, sql_metrics, sql_registry
+from trainforge.storage import sql_checkpoints, sql_data_versions, sql_metrics, sql_registry
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
@@ -496,6 +497,32 @@ class SqlStore:
     def get_data_version(self, data_version_id: str) -> DataVersion:
         with self._read() as session:
             return to_data_version(_get(session, DataVersionRow, data_version_id, "data version"))
+
+    def list_data_versions(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[DataVersion]:
+        """Data versions, newest first."""
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, Listing("list_data_versions"),
+                                           sql_data_versions.versions(),
+                                           sql_data_versions.NEWEST_FIRST, limit, cursor)
+            return Page(tuple(to_data_version(row[0]) for row in rows), next_cursor)
+
+    def data_version_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        with self._read() as session:
+            return sql_data_versions.ids_starting(session, prefix, limit)
+
+    def set_data_tag(self, name: str, tag: str, data_version_id: str) -> DataTag:
+        with self._write() as session:
+            return sql_data_versions.set_tag(session, self._insert, name, tag, data_version_id)
+
+    def get_data_tag(self, name: str, tag: str) -> DataTag:
+        with self._read() as session:
+            return sql_data_versions.get_tag(session, name, tag)
+
+    def list_data_tags(self, data_version_id: str | None = None) -> list[DataTag]:
+        with self._read() as session:
+            return sql_data_versions.list_tags(session, data_version_id)
 
     # model registry
 

@@ -113,6 +113,19 @@ class DataVersionRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class DataTagRow(Base):
+    """`name@tag` → a data version; setting a tag again moves it."""
+
+    __tablename__ = "data_tags"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(255), primary_key=True)
+    data_version_id: Mapped[str] = mapped_column(
+        String(128), ForeignKey("data_versions.data_version_id")
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class RunRow(Base):
     """A run. Its metrics live in `run_metrics` (latest values and summary) and `metrics` (series).
 

@@ -1,0 +1,103 @@
+"""Content hashes of data files, each unchanged local file hashed once.
+
+Rules:
+- A file's hash is the sha256 of its bytes as stored (compressed or not), read in 1 MiB chunks.
+- `HashCache` is a SQLite file (`<home>/cache/file-hashes.sqlite`) mapping a local file's
+  (path, size, mtime in ns, inode, ctime in ns) to its hash and row count: a file whose stat
+  is unchanged is not read again; any change of those five (a rewrite, a copy over it, a touch)
+  hashes it again. Files behind a URL are hashed every time (their listing says nothing a
+  rewrite must change).
+- It is a cache: a cache that cannot be opened or written (read-only home, a lock held by
+  another process past its timeout) is skipped with a log line, never an error. Any number of
+  processes may share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("trainforge")
+
+_CHUNK = 1 << 20
+_SCHEMA = """CREATE TABLE IF NOT EXISTS file_hashes (
+    path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, inode INTEGER, ctime_ns INTEGER,
+    sha256 TEXT NOT NULL, rows INTEGER)"""
+
+
+class HashCache:
+    """(sha256, rows) of local files by their stat; see the module rules."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=5, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            log.warning("file hash cache %s not used: %s", path, exc)
+            self._db = None
+
+    def lookup(self, path: str) -> tuple[str, int | None] | None:
+        """(sha256, rows or None) of the local file at `path` if its stat is unchanged."""
+        if self._db is None:
+            return None
+        key = stat_key(path)
+        try:
+            row = self._db.execute(
+                "SELECT sha256, rows FROM file_hashes WHERE path = ? AND size = ? AND "
+                "mtime_ns = ? AND inode = ? AND ctime_ns = ?", (path, *key)).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if row is None else (row[0], row[1])
+
+    def store(self, path: str, stat: tuple[int, int, int, int], sha256: str,
+              rows: int | None) -> None:
+        """Remember the hash (and rows) of `path` as it was when `stat_key(path)` gave `stat`."""
+        if self._db is None:
+            return
+        try:
+            self._db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (path, *stat, sha256, rows))
+        except sqlite3.Error as exc:
+            log.warning("file hash cache %s not updated: %s", self.path, exc)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def stat_key(path: str) -> tuple[int, int, int, int]:
+    """(size, mtime ns, inode, ctime ns) of a local file: what a change of its bytes changes."""
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
+
+
+def file_sha256(fs: Any, path: str, cache: HashCache | None = None) -> tuple[int, str]:
+    """(size, sha256) of the file at `path` on `fs`, from `cache` when its stat is unchanged."""
+    if cache is None or "://" in path:
+        return _digest(fs, path)
+    before = stat_key(path)
+    hit = cache.lookup(path)
+    if hit is not None:
+        return before[0], hit[0]
+    size, sha256 = _digest(fs, path)
+    if stat_key(path) == before:  # not rewritten while it was read
+        cache.store(path, before, sha256, None)
+    return size, sha256
+
+
+def _digest(fs: Any, path: str) -> tuple[int, str]:
+    digest, size = hashlib.sha256(), 0
+    with fs.open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()

@@ -1,0 +1,57 @@
+"""Data version statements of the SQL store: listing versions newest first, looking ids up by
+prefix, and the `name@tag` pointers. Each function runs inside the caller's session."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from trainforge.entities import DataTag
+from trainforge.errors import NotFound
+from trainforge.storage.sql_pages import OrderKey
+from trainforge.storage.tables import DataTagRow, DataVersionRow, as_utc, utcnow
+
+NEWEST_FIRST = (OrderKey(DataVersionRow.created_at, (datetime,), descending=True),
+                OrderKey(DataVersionRow.data_version_id, (str,), descending=True))
+
+
+def versions() -> Select[Any]:
+    return select(DataVersionRow)
+
+
+def ids_starting(session: Session, prefix: str, limit: int) -> list[str]:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query = (select(DataVersionRow.data_version_id)
+             .where(DataVersionRow.data_version_id.like(f"{escaped}%", escape="\\"))
+             .order_by(DataVersionRow.data_version_id).limit(limit))
+    return list(session.scalars(query))
+
+
+def set_tag(session: Session, upsert: Any, name: str, tag: str, data_version_id: str) -> DataTag:
+    if session.get(DataVersionRow, data_version_id) is None:
+        raise NotFound(f"data version {data_version_id!r} not found")
+    fields = {"data_version_id": data_version_id, "created_at": utcnow()}
+    session.execute(upsert(DataTagRow).values(name=name, tag=tag, **fields)
+                    .on_conflict_do_update(index_elements=["name", "tag"], set_=fields))
+    return get_tag(session, name, tag)
+
+
+def get_tag(session: Session, name: str, tag: str) -> DataTag:
+    row = session.get(DataTagRow, (name, tag))
+    if row is None:
+        raise NotFound(f"data tag '{name}@{tag}' not found")
+    return _tag(row)
+
+
+def list_tags(session: Session, data_version_id: str | None) -> list[DataTag]:
+    query = select(DataTagRow).order_by(DataTagRow.name, DataTagRow.tag)
+    if data_version_id is not None:
+        query = query.where(DataTagRow.data_version_id == data_version_id)
+    return [_tag(row) for row in session.scalars(query)]
+
+
+def _tag(row: DataTagRow) -> DataTag:
+    return DataTag(row.name, row.tag, row.data_version_id, as_utc(row.created_at))
