@@ -22,6 +22,7 @@ from trainforge.storage.tables import Base
 REGISTRY_TABLES = {"model_stage_changes", "model_aliases", "webhooks", "webhook_deliveries"}
 TUNING_TABLES = {"tuning_journal", "tuning_heartbeats"}
 DATA_TABLES = {"data_tags"}
+SINCE_0004 = REGISTRY_TABLES | TUNING_TABLES | DATA_TABLES
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
           "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES,
           *DATA_TABLES}
@@ -108,7 +109,7 @@ def test_downgrade_to_base_removes_every_table(sqlite_url: str) -> None:
 def test_downgrade_to_0002_removes_only_the_checkpoints_table(db_url: str) -> None:
     _downgraded(db_url, "0002")
     assert _revision_and_tables(db_url) == (
-        "0002", TABLES - {"checkpoints"} - REGISTRY_TABLES - TUNING_TABLES - DATA_TABLES)
+        "0002", TABLES - {"checkpoints"} - SINCE_0004)
 
 
 def _at_revision(url: str, revision: str) -> None:
@@ -158,7 +159,7 @@ def test_a_database_at_0003_upgrades_keeping_its_runs(db_url: str) -> None:
 def test_downgrade_to_0003_drops_the_system_columns(db_url: str) -> None:
     columns, indexes = _downgraded(db_url, "0003")
     assert not {"system", "spec_hash"} & columns and "ix_runs_spec_hash" not in indexes
-    assert _revision_and_tables(db_url) == ("0003", TABLES - REGISTRY_TABLES - TUNING_TABLES - DATA_TABLES)
+    assert _revision_and_tables(db_url) == ("0003", TABLES - SINCE_0004)
 
 
 def test_a_database_at_0004_upgrades_keeping_its_model_versions(db_url: str) -> None:
@@ -210,7 +211,7 @@ def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) ->
     columns, indexes = _downgraded(db_url, "0004", "model_versions")
     assert not {"features_hash", "environment"} & columns
     assert "uq_model_versions_single_holder" not in indexes
-    assert _revision_and_tables(db_url) == ("0004", TABLES - REGISTRY_TABLES - TUNING_TABLES - DATA_TABLES)
+    assert _revision_and_tables(db_url) == ("0004", TABLES - SINCE_0004)
 
 
 def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:

@@ -48,8 +48,8 @@ def read_table(
     listing = list_source_files(source, format, storage_options)
     tables = _file_tables(listing)
     files = tuple(
-        SourceFile(file.path, *file_sha256(listing.fs, file.path, hash_cache), table.num_rows,
-                   file.format, file.compression)
+        SourceFile(file.path, file.name, *file_sha256(listing.fs, file.path, hash_cache),
+                   table.num_rows, file.format, file.compression)
         for file, table in zip(listing.files, tables, strict=True)
     )
     if sum(f.rows for f in files) == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -12,15 +12,26 @@ import numpy as np
 import pandas as pd
 
 from trainforge.entities import DataVersion
-from trainforge.ingest._sources import Compression, FileFormat, relative_names
+from trainforge.ingest._sources import Compression, FileFormat
+
+
+def content_id(files: Iterable[tuple[str, str]]) -> str:
+    """The content-addressed id of a set of (name, sha256) files: sha256 over the sorted
+    `name NUL sha256 LF` lines. A data version's id, and its manifest's."""
+    digest = hashlib.sha256()
+    for name, sha in sorted(files):
+        digest.update(f"{name}\0{sha}\n".encode())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One file read: its absolute path or URL, size in bytes, sha256 of its bytes as stored,
-    its row count, the format it was parsed as and its compression."""
+    """One file read: its absolute path or URL, its name below the source's fixed folder
+    (`SourceFileInfo.name`), size in bytes, sha256 of its bytes as stored, its row count, the
+    format it was parsed as and its compression."""
 
     path: str
+    name: str
     size: int
     sha256: str
     rows: int
@@ -33,7 +44,7 @@ class IngestResult:
     """The concatenated rows of `files` (in path order) and the source pattern that found them.
 
     Row `i` of `frame` comes from the file whose cumulative row range holds `i`; `locate` says
-    which, and where in it. File names are relative to the files' common parent folder, so the
+    which, and where in it. File names are relative to the source's fixed folder, so the
     fingerprint names content, not location: the same bytes under another folder give the same
     fingerprint.
     """
@@ -47,12 +58,8 @@ class IngestResult:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 over the sorted (relative file name, file sha256) pairs."""
-        digest = hashlib.sha256()
-        pairs = zip(self._names(), (f.sha256 for f in self.files), strict=True)
-        for name, sha in sorted(pairs):
-            digest.update(f"{name}\0{sha}\n".encode())
-        return digest.hexdigest()
+        """`content_id` of the files' (name, sha256) pairs."""
+        return content_id((f.name, f.sha256) for f in self.files)
 
     def locate(self, row: int) -> str:
         """Where row position `row` of `frame` lies, as a user opening the file finds it.
@@ -69,7 +76,7 @@ class IngestResult:
         ends = list(accumulate(f.rows for f in self.files))
         index = bisect.bisect_right(ends, row)
         within = row - (ends[index - 1] if index else 0)
-        name = self._names()[index]
+        name = self.files[index].name
         lines = self.lines(index)
         if lines is None:
             return f"{name} row {within + 1}"
@@ -78,8 +85,8 @@ class IngestResult:
     def data_version(self) -> DataVersion:
         """The content-addressed data version of exactly these files."""
         files = tuple(
-            {"name": name, "size": f.size, "sha256": f.sha256, "rows": f.rows}
-            for name, f in zip(self._names(), self.files, strict=True)
+            {"name": f.name, "size": f.size, "sha256": f.sha256, "rows": f.rows}
+            for f in self.files
         )
         return DataVersion(
             data_version_id=self.fingerprint,
@@ -87,6 +94,3 @@ class IngestResult:
             files=files,
             num_rows=len(self.frame),
         )
-
-    def _names(self) -> list[str]:
-        return relative_names([f.path for f in self.files])

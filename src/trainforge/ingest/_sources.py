@@ -25,7 +25,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
@@ -53,10 +52,14 @@ class SourceFileInfo:
     """One file a source names, before it is read.
 
     `path` is what the file system calls it (an absolute local path, or `s3://bucket/key`);
-    `partitions` are its hive `(column, value)` pairs, value None for the default partition.
+    `name` is its path below the source's fixed folder (the folder itself, the folder part
+    before a glob's first wildcard, or a file's folder), `/`-separated, so names say content
+    and partition, not location; `partitions` are its hive `(column, value)` pairs, value None
+    for the default partition.
     """
 
     path: str
+    name: str
     size: int
     format: FileFormat
     compression: Compression | None
@@ -74,9 +77,7 @@ class SourceListing:
     partition_types: tuple[tuple[str, Literal["int64", "string"]], ...]
 
     def names(self) -> list[str]:
-        """File names relative to the files' common parent folder, so names say content, not
-        location."""
-        return relative_names([f.path for f in self.files])
+        return [file.name for file in self.files]
 
 
 def list_source_files(
@@ -89,7 +90,8 @@ def list_source_files(
     files = []
     for path, size in found:
         kind, compression = file_kind(path, format)
-        files.append(SourceFileInfo(path, size, kind, compression, _partitions(path, base)))
+        name = path[len(base):].replace(os.sep, "/").lstrip("/")
+        files.append(SourceFileInfo(path, name, size, kind, compression, _partitions(path, base)))
     return SourceListing(source, tuple(files), fs, _partition_types(files))
 
 
@@ -130,18 +132,6 @@ def file_kind(path: str, format: Format) -> tuple[FileFormat, Compression | None
         raise DataError(f"{path}: a parquet file is compressed inside; expected no "
                         f"{os.path.splitext(path)[1]} suffix")
     return kind, compression
-
-
-def relative_names(paths: list[str]) -> list[str]:
-    """Each path relative to the paths' common parent folder, with `/` separators."""
-    posix = [_posix(path) for path in paths]
-    parent = os.path.commonpath([str(PurePosixPath(p).parent) for p in posix])
-    return [PurePosixPath(p).relative_to(parent).as_posix() for p in posix]
-
-
-def _posix(path: str) -> str:
-    scheme, sep, rest = path.partition("://")
-    return f"/{scheme}/{rest}" if sep else os.path.normpath(path).replace(os.sep, "/")
 
 
 def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, str, str]:
