@@ -18,6 +18,7 @@ import trainforge
 from trainforge.cli import (
     _checkpoints,
     _context,
+    _data,
     _models,
     _pbt,
     _render,
@@ -63,6 +64,7 @@ app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(pbt_app, name="pbt")
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(_tune.tune_app, name="tune")
+app.add_typer(_data.data_app, name="data")
 app.command("tune-worker")(_tune.tune_worker)
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]

@@ -113,6 +113,10 @@ class DataSpec(_FsspecOptions):
         "auto", description="auto: by extension (.parquet/.pq, .csv, .jsonl/.ndjson, each "
         "optionally .gz/.zst/.bz2)"
     )
+    version: str | None = Field(
+        None, description="a snapshotted data version to read instead of the source's files "
+        "as they are now: an id, a unique id prefix, NAME or NAME@TAG (`trainforge data list`)"
+    )
     target: str
     positive_label: bool | int | float | str | None = Field(
         None, description="binary task: the target value that is the positive class"

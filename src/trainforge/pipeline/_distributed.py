@@ -203,14 +203,14 @@ def run_worker(path: str, overrides: list[str]) -> None:
     preemption = plan.preemption_notice()
     with process_group(plan.spec.training.device), preemption.installed():
         if int(os.environ.get("RANK", "0")) != 0:
-            dag = plan.dag(registry=None, preemption=preemption)
+            dag = plan.dag(registry=None, preemption=preemption, data=services.data())
             run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
             return
         handle = RunHandle.attach(services.store, run_id, services.artifacts,
                                   settings=services.settings)
         try:
-            values = run_dag(plan.dag(services.store, preemption=preemption), {"run": handle},
-                             _log_step_event)
+            values = run_dag(plan.dag(services.store, preemption=preemption,
+                                      data=services.data()), {"run": handle}, _log_step_event)
         finally:
             handle.close()
     _write_result(Path(os.environ[RESULT_FILE_ENV]), values)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from trainforge.orchestration import Dag
     from trainforge.storage.contracts import RegistryStore
     from trainforge.train import Callback
+    from trainforge.versioning import DataRepository
 
 SPEC_OBJECT = "<PipelineSpec object>"  # the source named in errors about a spec given as object
 
@@ -47,10 +48,11 @@ class PipelinePlan:
         return self.source.resolve().parent if self.source is not None else Path.cwd()
 
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
-            preemption: PreemptionNotice | None = None) -> Dag:
+            preemption: PreemptionNotice | None = None,
+            data: DataRepository | None = None) -> Dag:
         from trainforge.pipeline._dag import build_training_dag
 
-        return build_training_dag(self.spec, registry, callbacks, preemption)
+        return build_training_dag(self.spec, registry, callbacks, preemption, data)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""

@@ -51,6 +51,7 @@ from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 from trainforge.tracking import RunHandle, default_store, start_run
 from trainforge.train import Callback
+from trainforge.versioning import DataRepository, open_repository
 
 log = logging.getLogger("trainforge")
 Execute = Callable[[RunHandle], dict[str, Any] | None]
@@ -73,6 +74,10 @@ class PipelineServices:
     settings: Settings
     store: Store
     artifacts: ArtifactStore
+
+    def data(self) -> DataRepository:
+        """The data repository of these settings and store (`trainforge.versioning`)."""
+        return open_repository(self.settings, self.store)
 
     @classmethod
     def open(cls, settings: Settings | None = None, store: Store | None = None,
@@ -143,7 +148,7 @@ def run_tracked(
     process reports the run and ends it, so this one only closes its handle and returns None.
     """
     preemption = plan.preemption_notice()
-    dag = plan.dag(services.store, callbacks, preemption)
+    dag = plan.dag(services.store, callbacks, preemption, services.data())
     services.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )

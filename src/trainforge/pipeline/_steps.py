@@ -22,7 +22,7 @@ from torch import nn
 
 from trainforge.config import DataSpec, EvaluationSpec, FeaturesSpec, PipelineSpec, RegistrySpec
 from trainforge.entities import ModelStage, ModelVersion
-from trainforge.errors import DataValidationError
+from trainforge.errors import DataError, DataValidationError
 from trainforge.evaluate import (
     EvalReport,
     pick_threshold,
@@ -42,6 +42,7 @@ from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
 from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, save_weights
 from trainforge.validate import ValidationReport, load_contract, validate_frame
+from trainforge.versioning import DataRepository
 
 log = logging.getLogger("trainforge")
 
@@ -64,8 +65,21 @@ class TrainedModel:
                 "train_wall_s": self.result.wall_s}
 
 
-def ingest(spec: DataSpec, run: RunRecorder) -> dict[str, Any]:
-    raw = read_table(spec.source, spec.format, spec.fsspec_options())
+def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dict[str, Any]:
+    """Read the source's files, or with `data.version` the files of that snapshot (checked
+    out once into the home's cache); record the data version read."""
+    cache = data.hash_cache if data is not None else None
+    if spec.version is None:
+        raw = read_table(spec.source, spec.format, spec.fsspec_options(), hash_cache=cache)
+    else:
+        if data is None:
+            raise DataError("data.version: pinned versions are read through the data "
+                            "repository, and this run has none")
+        version_id, folder = data.materialize(spec.version)
+        raw = read_table(str(folder), spec.format, hash_cache=cache)
+        if raw.fingerprint != version_id:
+            raise DataError(f"{folder}: the checkout of data version {version_id} holds other "
+                            "files; delete the folder and run again")
     version = raw.data_version()
     run.set_data_version(version)
     run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),

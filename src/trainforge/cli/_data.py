@@ -1,0 +1,16 @@
+"""`trainforge data ...`: the commands about data sources and data versions."""
+
+from __future__ import annotations
+
+import typer
+
+from trainforge.cli import _data_versions
+
+data_app = typer.Typer(no_args_is_help=True, help="Data versions: snapshot, list, show, diff, "
+                       "checkout and tag.")
+data_app.command("snapshot")(_data_versions.data_snapshot)
+data_app.command("list")(_data_versions.data_list)
+data_app.command("show")(_data_versions.data_show)
+data_app.command("diff")(_data_versions.data_diff)
+data_app.command("checkout")(_data_versions.data_checkout)
+data_app.command("tag")(_data_versions.data_tag)

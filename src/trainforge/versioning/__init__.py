@@ -1,0 +1,31 @@
+"""Versioning: content-addressed data versions (hash, manifest, snapshot, checkout, tags).
+
+    >>> repository = open_repository(Settings.from_env(), store)  # doctest: +SKIP
+    >>> snap = repository.snapshot("data/", name="fraud")  # doctest: +SKIP
+    >>> repository.checkout("fraud@latest", Path("restored"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainforge._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trainforge.versioning._manifest import Manifest, ManifestEntry
+    from trainforge.versioning._open import open_repository
+    from trainforge.versioning._repository import DataDiff, DataRepository, Snapshot
+
+_EXPORTS = {
+    "DataDiff": "trainforge.versioning._repository",
+    "DataRepository": "trainforge.versioning._repository",
+    "Manifest": "trainforge.versioning._manifest",
+    "ManifestEntry": "trainforge.versioning._manifest",
+    "Snapshot": "trainforge.versioning._repository",
+    "open_repository": "trainforge.versioning._open",
+}
+
+__all__ = ["DataDiff", "DataRepository", "Manifest", "ManifestEntry", "Snapshot",
+           "open_repository"]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,265 @@
+"""Content-addressed data versions in the object store, named in the database.
+
+Key layout in the object store (the artifact root):
+
+    data/objects/<sha256[:2]>/<sha256>     each file's bytes, stored once whatever its name
+    data/manifests/<version id>.json       the manifest (`_manifest.py`), written last
+
+Rules:
+- `snapshot` lists the source (any `ingest` source: folder, glob, `s3://`), hashes each file
+  (an unchanged local file is read once: `HashCache`), counts its rows, uploads the objects
+  the store lacks (a renamed or moved file is not uploaded again), then writes the manifest,
+  then records the version in the database and moves `NAME@latest`. An upload streams the file
+  and checks its hash at the end: a file rewritten since it was hashed fails the snapshot, and
+  the object is never published. A snapshot killed at any point leaves every earlier version
+  whole: objects are written atomically and a version exists only once its manifest does.
+- A reference (`resolve`) is a full id, a unique id prefix of 6 or more characters, `NAME`
+  (`NAME@latest`) or `NAME@TAG`.
+- `checkout` writes a version's files under their names into an empty or missing folder,
+  each file atomically (a temporary name, then a rename), each checked against its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from trainforge.entities import DataTag, DataVersion
+from trainforge.errors import DataError, NotFound, ObjectNotFound
+from trainforge.ingest._formats import file_batches
+from trainforge.ingest._hashing import HashCache, file_sha256, stat_key
+from trainforge.ingest._sources import Format, SourceFileInfo, SourceListing, list_source_files
+from trainforge.storage.contracts import DataVersionStore
+from trainforge.storage.objects import ObjectStore
+from trainforge.versioning._manifest import Manifest, ManifestEntry
+
+OBJECTS = "data/objects"
+MANIFESTS = "data/manifests"
+LATEST = "latest"
+MIN_PREFIX = 6
+_CHUNK = 1 << 20
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot taken: its version, manifest, and how many files were uploaded (the rest the
+    store already held)."""
+
+    version: DataVersion
+    manifest: Manifest
+    uploaded: int
+
+    @property
+    def reused(self) -> int:
+        return len(self.manifest.files) - self.uploaded
+
+
+@dataclass(frozen=True)
+class DataDiff:
+    """Files of `new` against `old` by name: added, removed, changed (same name, other bytes),
+    and the rows of each version."""
+
+    old: Manifest
+    new: Manifest
+    added: tuple[ManifestEntry, ...]
+    removed: tuple[ManifestEntry, ...]
+    changed: tuple[tuple[ManifestEntry, ManifestEntry], ...]
+
+    @property
+    def unchanged(self) -> int:
+        return len(self.new.files) - len(self.added) - len(self.changed)
+
+
+class DataRepository:
+    """Snapshots, manifests, references and checkouts over one object store and database."""
+
+    def __init__(self, objects: ObjectStore, versions: DataVersionStore,
+                 hash_cache: HashCache | None = None, checkout_cache: Path | None = None) -> None:
+        self.objects = objects
+        self.versions = versions
+        self.hash_cache = hash_cache
+        self.checkout_cache = checkout_cache
+
+    def snapshot(self, source: str, *, name: str | None = None, format: Format = "auto",
+                 storage_options: Mapping[str, Any] | None = None) -> Snapshot:
+        if name is not None:
+            check_name(name, "name")
+        listing = list_source_files(source, format, storage_options)
+        entries, uploaded = [], 0
+        for file in listing.files:
+            sha256, rows = self._hash_and_count(listing, file)
+            key = object_key(sha256)
+            if not self.objects.exists(key):
+                self.objects.write(key, _checked_chunks(listing.fs, file, sha256))
+                uploaded += 1
+            entries.append(ManifestEntry(file.name, sha256, file.size, rows))
+        manifest = Manifest(source, tuple(sorted(entries, key=lambda e: e.name)))
+        self.objects.write(manifest_key(manifest.version_id), manifest.to_json())
+        version = self.versions.put_data_version(DataVersion(
+            manifest.version_id, source, manifest.file_dicts(), manifest.num_rows))
+        if name is not None:
+            self.versions.set_data_tag(name, LATEST, version.data_version_id)
+        return Snapshot(version, manifest, uploaded)
+
+    def resolve(self, reference: str) -> str:
+        """The data version id `reference` names; DataError saying what is known otherwise."""
+        if len(reference) >= MIN_PREFIX and re.fullmatch(r"[0-9a-f]+", reference):
+            ids = self.versions.data_version_ids(reference, limit=2)
+            if len(ids) == 1:
+                return ids[0]
+            if ids:
+                raise DataError(f"data version {reference!r} is ambiguous: "
+                                f"{', '.join(ids)}, ...")
+        name, _, tag = reference.partition("@")
+        try:
+            return self.versions.get_data_tag(name, tag or LATEST).data_version_id
+        except NotFound:
+            raise DataError(f"data version {reference!r}: no stored id (give at least "
+                            f"{MIN_PREFIX} characters), name or name@tag of that name (tags: "
+                            f"{self._known_tags()})") from None
+
+    def manifest(self, version_id: str) -> Manifest:
+        """The manifest of a snapshotted version; DataError when the version was only read by
+        a run (it has no snapshot) or is unknown."""
+        key = manifest_key(version_id)
+        try:
+            data = self.objects.read(key)
+        except ObjectNotFound:
+            try:
+                self.versions.get_data_version(version_id)
+            except NotFound:
+                raise DataError(f"data version {version_id!r} is not stored") from None
+            raise DataError(f"data version {version_id} was read by a run but never "
+                            "snapshotted: `trainforge data snapshot SOURCE` stores its files"
+                            ) from None
+        return Manifest.from_json(data, self.objects.uri_of(key))
+
+    def checkout(self, reference: str, dest: Path) -> Manifest:
+        """Write the version's files into `dest` (missing or empty); see the module rules."""
+        manifest = self.manifest(self.resolve(reference))
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise DataError(f"{dest}: expected an empty or missing folder to check out into")
+        for entry in manifest.files:
+            self._restore(entry, dest)
+        return manifest
+
+    def materialize(self, reference: str) -> tuple[str, Path]:
+        """(version id, a folder holding exactly the version's files): its checkout under
+        `checkout_cache/<id>`, made once and reused (a `.complete` marker, written last)."""
+        if self.checkout_cache is None:
+            raise DataError("this data repository has no checkout cache to read versions from")
+        cache_root = self.checkout_cache
+        version_id = self.resolve(reference)
+        folder = cache_root / version_id
+        if (folder / ".complete").exists():
+            return version_id, folder
+        manifest = self.manifest(version_id)
+        building = Path(tempfile.mkdtemp(prefix=f".{version_id[:12]}-", dir=_made(cache_root)))
+        try:
+            for entry in manifest.files:
+                self._restore(entry, building)
+            (building / ".complete").write_text(version_id)
+            try:
+                os.rename(building, folder)
+            except OSError:  # another process finished it first
+                if not (folder / ".complete").exists():
+                    raise
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+        return version_id, folder
+
+    def diff(self, old: str, new: str) -> DataDiff:
+        before = self.manifest(self.resolve(old))
+        after = self.manifest(self.resolve(new))
+        old_files = {f.name: f for f in before.files}
+        new_files = {f.name: f for f in after.files}
+        return DataDiff(
+            before, after,
+            added=tuple(f for name, f in new_files.items() if name not in old_files),
+            removed=tuple(f for name, f in old_files.items() if name not in new_files),
+            changed=tuple((old_files[name], f) for name, f in new_files.items()
+                          if name in old_files and old_files[name].sha256 != f.sha256),
+        )
+
+    def tag(self, reference: str, name_at_tag: str) -> DataTag:
+        name, at, tag = name_at_tag.partition("@")
+        if not at:
+            raise DataError(f"tag {name_at_tag!r}: expected NAME@TAG")
+        check_name(name, "name")
+        check_name(tag, "tag")
+        return self.versions.set_data_tag(name, tag, self.resolve(reference))
+
+    def _hash_and_count(self, listing: SourceListing, file: SourceFileInfo) -> tuple[str, int]:
+        local = self.hash_cache is not None and "://" not in file.path
+        if local:
+            assert self.hash_cache is not None
+            hit = self.hash_cache.lookup(file.path)
+            if hit is not None and hit[1] is not None:
+                return hit[0], hit[1]
+            before = stat_key(file.path)
+        _, sha256 = file_sha256(listing.fs, file.path)
+        _, batches = file_batches(listing.fs, file, 1 << 16)
+        rows = sum(batch.num_rows for batch in batches)
+        if local and stat_key(file.path) == before:
+            assert self.hash_cache is not None
+            self.hash_cache.store(file.path, before, sha256, rows)
+        return sha256, rows
+
+    def _restore(self, entry: ManifestEntry, dest: Path) -> None:
+        target = dest / entry.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        digest = hashlib.sha256()
+        with self.objects.open(object_key(entry.sha256)) as source, open(partial, "wb") as out:
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != entry.sha256:
+            partial.unlink()
+            raise DataError(f"{self.objects.uri_of(object_key(entry.sha256))}: damaged: its "
+                            f"bytes hash to {digest.hexdigest()}")
+        os.replace(partial, target)
+
+    def _known_tags(self) -> str:
+        tags = self.versions.list_data_tags()
+        return ", ".join(f"{t.name}@{t.tag}" for t in tags[:10]) or "none"
+
+
+def object_key(sha256: str) -> str:
+    return f"{OBJECTS}/{sha256[:2]}/{sha256}"
+
+
+def manifest_key(version_id: str) -> str:
+    return f"{MANIFESTS}/{version_id}.json"
+
+
+def check_name(value: str, what: str) -> str:
+    if not _NAME.match(value):
+        raise DataError(f"data {what} {value!r}: expected letters, digits, '_', '.' or '-', "
+                        "starting with a letter or digit")
+    return value
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _checked_chunks(fs: Any, file: SourceFileInfo, sha256: str) -> Iterator[bytes]:
+    """The file's bytes; at the end, DataError (and so no object) if they are not `sha256`."""
+    digest = hashlib.sha256()
+    handle: BinaryIO
+    with fs.open(file.path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            yield chunk
+    if digest.hexdigest() != sha256:
+        raise DataError(f"{file.path}: changed while it was snapshotted; snapshot again")
