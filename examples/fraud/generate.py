@@ -14,6 +14,12 @@ Usage::
 
 Re-running with the same arguments is a no-op when every file is already there
 (pass ``--force`` to rewrite them).
+
+New days arrive with ``--append-days N``: the next N days after the last file, drawn
+from the same customers and seed (each new day seeded by its own index), leaving every
+existing file untouched, as a daily feed would::
+
+    python examples/fraud/generate.py --out examples/fraud/data --append-days 5
 """
 
 from __future__ import annotations
@@ -347,6 +353,32 @@ def generate(
     return paths
 
 
+def append_days(out_dir: Path, extra: int) -> list[Path]:
+    """Write the ``extra`` days after the last file in ``out_dir``; return their paths.
+
+    The base parameters (days, rows, seed) come from the first file's metadata, so new
+    days have about as many rows as the base's days and the same customer population.
+    """
+    if extra < 1:
+        raise ValueError("append at least one day")
+    existing = sorted(Path(out_dir).glob(f"{FILE_PREFIX}*.parquet"))
+    if not existing:
+        raise ValueError(f"{out_dir}: no days to append to; generate the first days first")
+    params = (pq.read_schema(existing[0]).metadata or {}).get(METADATA_KEY)
+    if params is None:
+        raise ValueError(f"{existing[0]}: not written by this generator")
+    base = json.loads(params)
+    cust = _customers(base["rows"], base["seed"])
+    per_day = base["rows"] / base["days"]
+    paths = file_paths(out_dir, len(existing) + extra)[len(existing):]
+    for day, path in enumerate(paths, start=len(existing)):
+        rng = np.random.default_rng([base["seed"], 0xD0, day])
+        rows = max(1, int(round(per_day * rng.uniform(0.95, 1.05))))
+        table = _generate_day(day, rows, base["seed"], cust)
+        _write_atomic(table.replace_schema_metadata({METADATA_KEY: params}), path)
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate the synthetic card-fraud data set.")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
@@ -354,7 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=300_000, help="total rows over all days")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--force", action="store_true", help="rewrite files that already exist")
+    parser.add_argument("--append-days", type=int, metavar="N",
+                        help="write the N days after the last file in --out, keeping the rest")
     args = parser.parse_args(argv)
+    if args.append_days is not None:
+        added = append_days(args.out, args.append_days)
+        print(f"appended {len(added)} day(s) to {args.out}: {added[0].name} .. {added[-1].name}")
+        return 0
 
     params = _params(args.days, args.rows, args.seed)
     paths = file_paths(args.out, args.days)

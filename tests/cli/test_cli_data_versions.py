@@ -1,0 +1,67 @@
+"""`trainforge data snapshot | list | show | diff | checkout | tag` (in-process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from trainforge.cli import app
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["data", *args])
+
+
+def _json(*args: str):
+    result = invoke(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_snapshot_list_show_diff_tag_and_checkout(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.DataFrame({"x": [1, 2]}).to_parquet(data / "a.parquet")
+    first = _json("snapshot", str(data), "--name", "feed")
+    pd.DataFrame({"x": [3]}).to_parquet(data / "b.parquet")
+    second = _json("snapshot", str(data), "--name", "feed")
+
+    tagged = invoke("tag", first["id"][:8], "feed@day1")
+    listed = _json("list")
+    shown = _json("show", "feed@day1")
+    diff = _json("diff", "feed@day1", "feed")
+    checkout = invoke("checkout", "feed@day1", str(tmp_path / "out"))
+
+    assert (first["uploaded"], second["uploaded"], second["reused"]) == (1, 1, 1)
+    assert tagged.exit_code == 0 and tagged.stdout.strip() == f"feed@day1 -> {first['id']}"
+    assert [(v["id"], v["tags"]) for v in listed] == [
+        (second["id"], ["feed@latest"]), (first["id"], ["feed@day1"])]
+    assert [f["name"] for f in shown["file_list"]] == ["a.parquet"] and shown["rows"] == 2
+    assert [f["name"] for f in diff["added"]] == ["b.parquet"]
+    assert diff["rows"] == {"old": 2, "new": 3}
+    assert checkout.exit_code == 0, checkout.output
+    assert (tmp_path / "out" / "a.parquet").read_bytes() == (data / "a.parquet").read_bytes()
+
+
+def test_bad_references_and_sources_exit_1_naming_them(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.DataFrame({"x": [1]}).to_parquet(data / "a.parquet")
+    assert invoke("snapshot", str(data)).exit_code == 0
+
+    missing = invoke("snapshot", str(tmp_path / "nothing-*.csv"))
+    unknown = invoke("show", "nope@v1")
+    busy = invoke("checkout", "nope", str(data))
+
+    assert missing.exit_code == 1 and "matches no file" in missing.stderr
+    assert unknown.exit_code == 1 and "'nope@v1': no stored id" in unknown.stderr
+    assert busy.exit_code == 1 and "'nope'" in busy.stderr
+
+
+def test_list_without_a_database_exits_1_and_creates_nothing(tmp_path: Path) -> None:
+    result = invoke("list")
+
+    assert result.exit_code == 1 and "TRAINFORGE_HOME" in result.stderr
