@@ -165,3 +165,28 @@ def test_cli(tmp_path):
     ]
     second = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert "up to date" in second.stdout
+
+
+def test_append_days_adds_the_next_days_and_keeps_the_others(tmp_path: Path) -> None:
+    first = gen.generate(tmp_path, days=DAYS, rows=ROWS, seed=SEED)
+    before = {p.name: p.read_bytes() for p in first}
+
+    added = gen.append_days(tmp_path, 2)
+
+    assert [p.name for p in added] == ["transactions-2026-01-04.parquet",
+                                       "transactions-2026-01-05.parquet"]
+    assert {p.name: p.read_bytes() for p in first} == before
+    frame = _read(added)
+    assert frame["ts"].dt.date.astype(str).unique().tolist() == ["2026-01-04",
+                                                                 "2026-01-05"]
+    assert 0.8 * ROWS / DAYS * 2 < len(frame) < 1.2 * ROWS / DAYS * 2
+
+
+def test_append_days_is_deterministic_and_refuses_an_empty_folder(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        gen.generate(tmp_path / folder, days=DAYS, rows=ROWS, seed=SEED)
+    one, two = gen.append_days(tmp_path / "a", 1), gen.append_days(tmp_path / "b", 1)
+
+    assert one[0].read_bytes() == two[0].read_bytes()
+    with pytest.raises(ValueError, match="no days to append to"):
+        gen.append_days(tmp_path / "empty", 1)
