@@ -69,6 +69,17 @@ def file_schema(fs: Any, file: SourceFileInfo) -> pa.Schema:
         raise _unreadable(fs, file, exc) from None
 
 
+def count_rows(fs: Any, file: SourceFileInfo) -> int:
+    """The rows of a file: a Parquet footer's count, or a text file parsed once."""
+    try:
+        if file.format == "parquet":
+            with fs.open(file.path, "rb") as handle:
+                return int(pq.ParquetFile(handle).metadata.num_rows)
+    except _READ_ERRORS as exc:
+        raise _unreadable(fs, file, exc) from None
+    return sum(batch.num_rows for batch in _text_batches(fs, file))
+
+
 def file_batches(fs: Any, file: SourceFileInfo, batch_rows: int) -> tuple[pa.Schema,
                                                                          Iterator[pa.RecordBatch]]:
     """(the file's schema, its rows as record batches of at most `batch_rows` rows for Parquet,

@@ -35,10 +35,13 @@ class HashCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: sqlite3.Connection | None = None
+        self._preloaded: dict[str, tuple[tuple[int, int, int, int],
+                                         tuple[str, int | None]]] | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=5, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # a cache: a lost entry costs a hash
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:
             log.warning("file hash cache %s not used: %s", path, exc)
@@ -49,6 +52,9 @@ class HashCache:
         if self._db is None:
             return None
         key = stat_key(path)
+        if self._preloaded is not None:
+            hit = self._preloaded.get(path)
+            return hit[1] if hit is not None and hit[0] == key else None
         try:
             row = self._db.execute(
                 "SELECT sha256, rows FROM file_hashes WHERE path = ? AND size = ? AND "
@@ -57,11 +63,28 @@ class HashCache:
             return None
         return None if row is None else (row[0], row[1])
 
+    def preload(self, prefix: str) -> None:
+        """Read the entries of every path under `prefix` in one query, for a lookup of many
+        files (a snapshot of a folder); later lookups of other paths miss."""
+        if self._db is None:
+            return
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        try:
+            rows = self._db.execute(
+                "SELECT path, size, mtime_ns, inode, ctime_ns, sha256, rows FROM file_hashes "
+                "WHERE path LIKE ? ESCAPE '\\'", (f"{escaped}%",)).fetchall()
+        except sqlite3.Error:
+            return
+        self._preloaded = {row[0]: ((row[1], row[2], row[3], row[4]), (row[5], row[6]))
+                           for row in rows}
+
     def store(self, path: str, stat: tuple[int, int, int, int], sha256: str,
               rows: int | None) -> None:
         """Remember the hash (and rows) of `path` as it was when `stat_key(path)` gave `stat`."""
         if self._db is None:
             return
+        if self._preloaded is not None:
+            self._preloaded[path] = (stat, (sha256, rows))
         try:
             self._db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
                              (path, *stat, sha256, rows))

@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 
 from trainforge.entities import DataTag, DataVersion
 from trainforge.errors import DataError, NotFound, ObjectNotFound
-from trainforge.ingest._formats import file_batches
+from trainforge.ingest._formats import count_rows
 from trainforge.ingest._hashing import HashCache, file_sha256, stat_key
 from trainforge.ingest._sources import Format, SourceFileInfo, SourceListing, list_source_files
 from trainforge.storage.contracts import DataVersionStore
@@ -93,13 +93,19 @@ class DataRepository:
         if name is not None:
             check_name(name, "name")
         listing = list_source_files(source, format, storage_options)
+        local = [f.path for f in listing.files if "://" not in f.path]
+        if self.hash_cache is not None and local:
+            self.hash_cache.preload(os.path.commonpath(local))
+        stored = self._stored_objects()
         entries, uploaded = [], 0
         for file in listing.files:
             sha256, rows = self._hash_and_count(listing, file)
             key = object_key(sha256)
-            if not self.objects.exists(key):
+            if key not in stored if stored is not None else not self.objects.exists(key):
                 self.objects.write(key, _checked_chunks(listing.fs, file, sha256))
                 uploaded += 1
+                if stored is not None:
+                    stored.add(key)
             entries.append(ManifestEntry(file.name, sha256, file.size, rows))
         manifest = Manifest(source, tuple(sorted(entries, key=lambda e: e.name)))
         self.objects.write(manifest_key(manifest.version_id), manifest.to_json())
@@ -206,12 +212,18 @@ class DataRepository:
                 return hit[0], hit[1]
             before = stat_key(file.path)
         _, sha256 = file_sha256(listing.fs, file.path)
-        _, batches = file_batches(listing.fs, file, 1 << 16)
-        rows = sum(batch.num_rows for batch in batches)
+        rows = count_rows(listing.fs, file)
         if local and stat_key(file.path) == before:
             assert self.hash_cache is not None
             self.hash_cache.store(file.path, before, sha256, rows)
         return sha256, rows
+
+    def _stored_objects(self) -> set[str] | None:
+        """The object keys a local store holds (one walk instead of a lookup per file); None
+        for a remote store, where each file is looked up."""
+        if self.objects.local_path() is None:
+            return None
+        return set(self.objects.list(OBJECTS))
 
     def _restore(self, entry: ManifestEntry, dest: Path) -> None:
         target = dest / entry.name
