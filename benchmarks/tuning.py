@@ -23,7 +23,7 @@ machine skews every figure):
   included.
 
     .venv/bin/python benchmarks/tuning.py [--seeds 5] [--trials 12] [--epochs 9]
-        [--reduction-factor 3]
+        [--reduction-factor 3] [--val-every-n-steps N]
         [--overhead-trials 10000] [--workers 4] [--db URL] [--skip-pruning] [--skip-overhead]
 """
 
@@ -88,6 +88,9 @@ def pruning(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
                          "tuning.refit=false", "tuning.sampler=random",
                          f"tuning.pruner.type={pruner}", "tuning.pruner.min_resource=1",
                          f"tuning.pruner.reduction_factor={args.reduction_factor}",
+                         *([f"training.val_every_n_steps={args.val_every_n_steps}",
+                            f"tuning.report_every_n_steps={args.val_every_n_steps}"]
+                           if args.val_every_n_steps else []),
                          f"tuning.seed={seed}"]
             result = tune(work_dir / "pipeline.yaml", overrides, trials=args.trials,
                           study=f"{method}-{seed}")
@@ -95,7 +98,8 @@ def pruning(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
             steps[method].append(steps_to_target(store, result.summary, args.target))
     mean = {method: statistics.mean(values) for method, values in steps.items()}
     return {"target_val_accuracy": args.target, "seeds": args.seeds, "trials": args.trials,
-            "epochs": args.epochs, "reduction_factor": args.reduction_factor, "mean_steps": mean, "steps": steps,
+            "epochs": args.epochs, "reduction_factor": args.reduction_factor,
+            "val_every_n_steps": args.val_every_n_steps, "mean_steps": mean, "steps": steps,
             "asha_steps_ratio": mean["asha"] / mean["random"],
             "hyperband_steps_ratio": mean["hyperband"] / mean["random"]}
 
@@ -173,6 +177,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--target", type=float, default=0.98)
+    parser.add_argument("--val-every-n-steps", type=int, default=None,
+                        help="validate (and report to the pruner) every N steps too, so every "
+                        "method sees the target as soon as it is reached and the pruners' "
+                        "resource is steps (default: epochs only)")
     parser.add_argument("--reduction-factor", type=int, default=3,
                         help="ASHA's and Hyperband's: 1/n of the trials at a rung go on")
     parser.add_argument("--overhead-trials", type=int, default=10_000)

@@ -34,6 +34,19 @@ def test_step_metrics_every_n_steps_and_at_epoch_ends_validation_every_epoch():
     assert all(v > 0 for v in recorder.values("samples_per_s"))
 
 
+def test_validation_every_n_steps_too_leaves_training_unchanged():
+    plain, checked = Recorder(), Recorder()
+    make_trainer(epochs=2, log_every_n_steps=1, recorder=plain).fit()
+    result = make_trainer(epochs=2, log_every_n_steps=1, val_every_n_steps=4,
+                          recorder=checked).fit()
+    assert [step for step, _ in checked.series("val_loss")] == [4, 8, 10, 12, 16, 20]
+    assert [step for step, _ in checked.series("val_accuracy")][:2] == [4, 8]
+    assert [v.hex() for v in checked.values("train_loss")] == [
+        v.hex() for v in plain.values("train_loss")]
+    assert [epoch["val_loss"] for epoch in result.history] == [
+        v for step, v in checked.series("val_loss") if step in (10, 20)]
+
+
 def test_logged_train_loss_is_the_mean_of_the_steps_since_the_last_log():
     every_step, every_five = Recorder(), Recorder()
     make_trainer(epochs=1, log_every_n_steps=1, recorder=every_step).fit()

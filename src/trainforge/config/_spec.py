@@ -362,6 +362,10 @@ class TrainingSpec(_Section):
     num_workers: int = Field(0, ge=0, description="DataLoader workers (torch Dataset input)")
     pos_weight: PositiveFloat | None = Field(None, description="binary task: weight of positives")
     log_every_n_steps: PositiveInt = 50
+    val_every_n_steps: PositiveInt | None = Field(
+        None, description="validate every N optimizer steps too (default: after each epoch "
+        "only); a tuning pruner then judges trials by steps, not epochs"
+    )
     progress: Literal["auto", "bar", "plain", "off"] = Field(
         "auto", description="auto: a bar on a terminal, else plain lines (every 30 s and per epoch)"
     )

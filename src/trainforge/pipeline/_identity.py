@@ -22,6 +22,7 @@ RESULT_NEUTRAL = (
     "training.checkpoint.async_save",
     "training.progress",
     "training.log_every_n_steps",
+    "training.val_every_n_steps",
     "training.profiler",
     "tracking",
     "tuning",

@@ -237,6 +237,9 @@ class Trainer:
             state.global_step += 1
             if state.global_step % self.config.log_every_n_steps == 0:
                 self._log_step()
+            if self._validate_now():
+                self._emit(self._validate())
+                self.model.train()
             self.callbacks.on_step_end(self)
             if state.should_stop:
                 return False
@@ -313,6 +316,13 @@ class Trainer:
         state.logged_step = state.global_step
         self._emit(metrics)
         self.progress.update(state.batch, state.global_step, metrics)
+
+    def _validate_now(self) -> bool:
+        """Whether this step validates mid-epoch (`val_every_n_steps`; never on an epoch's
+        last step, which validates at the epoch's end)."""
+        every = self.config.val_every_n_steps
+        return (every is not None and self.state.global_step % every == 0
+                and self.state.batch < len(self.train_batches))
 
     def _end_epoch(self) -> None:
         """Close the epoch: the last step log, validation, early stopping; advance the state."""
