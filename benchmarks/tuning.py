@@ -10,7 +10,9 @@ machine skews every figure):
   trial budget and seeds (each trial samples from the
   study seed and its number, so the three methods try the same values). Averaged over
   `--seeds` seeds; a study that never reaches the target counts all its steps.
-  `asha_steps_ratio` = ASHA / random. Goal <= 0.40. `hyperband_steps_ratio` likewise.
+  `asha_steps_ratio` = ASHA / random. Goal <= 0.40. `hyperband_steps_ratio` likewise. Every
+  method validates every `--val-every-n-steps` steps (and at epoch ends), and the pruners are
+  fed each of those reports: their resource is then steps, the cost measured, not epochs.
 - `overhead`: seconds per trial of a trivial objective (x^2), ours (`create_study` with its
   budget enqueued, then `work`: heartbeats, stale-trial checks, waiting trials taken one at a
   time) against plain Optuna (`study.optimize` with heartbeats on the same storage), at 1 and
@@ -23,7 +25,7 @@ machine skews every figure):
   included.
 
     .venv/bin/python benchmarks/tuning.py [--seeds 5] [--trials 12] [--epochs 9]
-        [--reduction-factor 3] [--val-every-n-steps N]
+        [--reduction-factor 3] [--val-every-n-steps 10]
         [--overhead-trials 10000] [--workers 4] [--db URL] [--skip-pruning] [--skip-overhead]
 """
 
@@ -177,10 +179,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--target", type=float, default=0.98)
-    parser.add_argument("--val-every-n-steps", type=int, default=None,
+    parser.add_argument("--val-every-n-steps", type=int, default=10,
                         help="validate (and report to the pruner) every N steps too, so every "
                         "method sees the target as soon as it is reached and the pruners' "
-                        "resource is steps (default: epochs only)")
+                        "resource is steps; 0: at epoch ends only")
     parser.add_argument("--reduction-factor", type=int, default=3,
                         help="ASHA's and Hyperband's: 1/n of the trials at a rung go on")
     parser.add_argument("--overhead-trials", type=int, default=10_000)
