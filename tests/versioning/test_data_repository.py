@@ -180,9 +180,9 @@ def test_a_file_rewritten_while_uploaded_fails_the_snapshot_and_stores_nothing(
     _write_days(tmp_path / "data", range(1))
     import trainforge.versioning._repository as module
 
-    real = module.DataRepository._hash_and_count
-    monkeypatch.setattr(module.DataRepository, "_hash_and_count",
-                        lambda self, listing, file: ("0" * 64, real(self, listing, file)[1]))
+    real = module._measure
+    monkeypatch.setattr(module, "_measure", lambda listing, file: (
+        None, "0" * 64, real(listing, file)[2], None))
 
     with pytest.raises(DataError, match=r"day-00\.parquet: changed while it was snapshotted"):
         repository.snapshot(str(tmp_path / "data"))

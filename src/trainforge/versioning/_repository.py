@@ -8,11 +8,12 @@ Key layout in the object store (the artifact root):
 Rules:
 - `snapshot` lists the source (any `ingest` source: folder, glob, `s3://`), hashes each file
   (an unchanged local file is read once: `HashCache`), counts its rows, uploads the objects
-  the store lacks (a renamed or moved file is not uploaded again), then writes the manifest,
-  then records the version in the database and moves `NAME@latest`. An upload streams the file
-  and checks its hash at the end: a file rewritten since it was hashed fails the snapshot, and
-  the object is never published. A snapshot killed at any point leaves every earlier version
-  whole: objects are written atomically and a version exists only once its manifest does.
+  the store lacks (a renamed or moved file is not uploaded again; files are read and uploaded
+  by `IO_THREADS` threads), then writes the manifest, then records the version in the
+  database and moves `NAME@latest`. An upload streams the file and checks its hash at the
+  end: a file rewritten since it was hashed fails the snapshot, and the object is never
+  published. A snapshot killed at any point leaves every earlier version whole: objects are
+  written atomically and a version exists only once its manifest does.
 - A reference (`resolve`) is a full id, a unique id prefix of 6 or more characters, `NAME`
   (`NAME@latest`) or `NAME@TAG`.
 - `checkout` writes a version's files under their names into an empty or missing folder,
@@ -27,6 +28,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -40,6 +42,7 @@ from trainforge.storage.contracts import DataVersionStore
 from trainforge.storage.objects import ObjectStore
 from trainforge.versioning._manifest import Manifest, ManifestEntry
 
+IO_THREADS = 8  # files hashed, counted and uploaded at once: waits on disk and network overlap
 OBJECTS = "data/objects"
 MANIFESTS = "data/manifests"
 LATEST = "latest"
@@ -96,17 +99,18 @@ class DataRepository:
         local = [f.path for f in listing.files if "://" not in f.path]
         if self.hash_cache is not None and local:
             self.hash_cache.preload(os.path.commonpath(local))
-        stored = self._stored_objects()
-        entries, uploaded = [], 0
-        for file in listing.files:
-            sha256, rows = self._hash_and_count(listing, file)
-            key = object_key(sha256)
-            if key not in stored if stored is not None else not self.objects.exists(key):
-                self.objects.write(key, _checked_chunks(listing.fs, file, sha256))
-                uploaded += 1
-                if stored is not None:
-                    stored.add(key)
-            entries.append(ManifestEntry(file.name, sha256, file.size, rows))
+        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
+            measured = self._measure_all(listing, pool)
+            stored = self._stored_objects()
+            missing = {object_key(sha256): file for file, (sha256, _) in
+                       zip(listing.files, measured, strict=True)}
+            missing = {key: file for key, file in missing.items() if (
+                key not in stored if stored is not None else not self.objects.exists(key))}
+            list(pool.map(lambda item: self.objects.write(item[0], _checked_chunks(
+                listing.fs, item[1], item[0].rsplit("/", 1)[1])), missing.items()))
+        entries = [ManifestEntry(file.name, sha256, file.size, rows)
+                   for file, (sha256, rows) in zip(listing.files, measured, strict=True)]
+        uploaded = len(missing)
         manifest = Manifest(source, tuple(sorted(entries, key=lambda e: e.name)))
         self.objects.write(manifest_key(manifest.version_id), manifest.to_json())
         version = self.versions.put_data_version(DataVersion(
@@ -203,20 +207,23 @@ class DataRepository:
         check_name(tag, "tag")
         return self.versions.set_data_tag(name, tag, self.resolve(reference))
 
-    def _hash_and_count(self, listing: SourceListing, file: SourceFileInfo) -> tuple[str, int]:
-        local = self.hash_cache is not None and "://" not in file.path
-        if local:
-            assert self.hash_cache is not None
-            hit = self.hash_cache.lookup(file.path)
-            if hit is not None and hit[1] is not None:
-                return hit[0], hit[1]
-            before = stat_key(file.path)
-        _, sha256 = file_sha256(listing.fs, file.path)
-        rows = count_rows(listing.fs, file)
-        if local and stat_key(file.path) == before:
-            assert self.hash_cache is not None
-            self.hash_cache.store(file.path, before, sha256, rows)
-        return sha256, rows
+    def _measure_all(self, listing: SourceListing,
+                     pool: ThreadPoolExecutor) -> list[tuple[str, int]]:
+        """(sha256, rows) of each listed file: from the stat cache (this thread, which owns the
+        cache's connection) when the file is unchanged, else read in the pool."""
+        cache = self.hash_cache
+        results: list[tuple[str, int] | None] = []
+        for file in listing.files:
+            hit = cache.lookup(file.path) if cache is not None and "://" not in file.path \
+                else None
+            results.append(None if hit is None or hit[1] is None else (hit[0], hit[1]))
+        todo = [index for index, result in enumerate(results) if result is None]
+        measured = pool.map(lambda index: _measure(listing, listing.files[index]), todo)
+        for index, (before, sha256, rows, after) in zip(todo, measured, strict=True):
+            results[index] = (sha256, rows)
+            if cache is not None and before is not None and before == after:
+                cache.store(listing.files[index].path, before, sha256, rows)
+        return [result for result in results if result is not None]
 
     def _stored_objects(self) -> set[str] | None:
         """The object keys a local store holds (one walk instead of a lookup per file); None
@@ -263,6 +270,16 @@ def check_name(value: str, what: str) -> str:
 def _made(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _measure(listing: SourceListing, file: SourceFileInfo) -> tuple[
+        tuple[int, int, int, int] | None, str, int, tuple[int, int, int, int] | None]:
+    """(stat before, sha256, rows, stat after) of a file; the stats None for a remote file."""
+    local = "://" not in file.path
+    before = stat_key(file.path) if local else None
+    _, sha256 = file_sha256(listing.fs, file.path)
+    rows = count_rows(listing.fs, file)
+    return before, sha256, rows, stat_key(file.path) if local else None
 
 
 def _checked_chunks(fs: Any, file: SourceFileInfo, sha256: str) -> Iterator[bytes]:
