@@ -82,7 +82,7 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
 
     values: dict[str, Any] = {"run": run}
     values |= _steps.ingest(spec.data, None, run)
-    values |= _steps.validate(spec.data, task, values["raw"], run)
+    values |= _steps.validate(spec.data, task, None, values["raw"], run)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
     values |= _steps.features(spec.features, spec.data, task, values["raw"], values["splits"],
                               run)
@@ -150,7 +150,7 @@ def test_the_gate_decides_on_training_and_test_metrics_without_reading_the_run(t
 def _until_features(spec, recorder) -> dict[str, Any]:
     task = spec.model.task
     values: dict[str, Any] = _steps.ingest(spec.data, None, recorder)
-    values |= _steps.validate(spec.data, task, values["raw"], recorder)
+    values |= _steps.validate(spec.data, task, None, values["raw"], recorder)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
     return values | _steps.features(spec.features, spec.data, task, values["raw"],
                                     values["splits"], recorder)
@@ -196,7 +196,7 @@ def test_a_target_missing_from_the_data_is_reported_against_the_data_file(fraud_
     raw = _steps.ingest(spec.data, None, recorder)["raw"]
 
     with pytest.raises(DataValidationError) as caught:
-        _steps.validate(spec.data, "binary", raw, recorder)
+        _steps.validate(spec.data, "binary", None, raw, recorder)
     head = str(caught.value).splitlines()[0]
     assert head == (f"{spec.data.source}: rows break the schema contract in "
                     f"{spec.data.contract}")
@@ -205,7 +205,7 @@ def test_a_target_missing_from_the_data_is_reported_against_the_data_file(fraud_
     without_contract = spec.data.model_copy(update={"contract": None})
     with pytest.raises(DataError, match=rf"^{re.escape(spec.data.source)}: data.target "
                                         r"'is_fraud': no such column"):
-        _steps.validate(without_contract, "binary", raw, recorder)
+        _steps.validate(without_contract, "binary", None, raw, recorder)
 
 
 def _fake_run() -> Run:

@@ -14,10 +14,13 @@ from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trainforge.events._event import (
+        DRIFT_DETECTED,
         KNOWN_EVENTS,
         PROMOTION_REFUSED,
         STAGE_CHANGED,
+        VALIDATION_FAILED,
         Event,
+        data_event,
         stage_event,
     )
     from trainforge.events._webhooks import (
@@ -29,7 +32,10 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "DRIFT_DETECTED": "trainforge.events._event",
     "Event": "trainforge.events._event",
+    "VALIDATION_FAILED": "trainforge.events._event",
+    "data_event": "trainforge.events._event",
     "KNOWN_EVENTS": "trainforge.events._event",
     "PROMOTION_REFUSED": "trainforge.events._event",
     "RetryPolicy": "trainforge.events._webhooks",
@@ -42,13 +48,16 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DRIFT_DETECTED",
     "Event",
     "KNOWN_EVENTS",
     "PROMOTION_REFUSED",
     "RetryPolicy",
     "SIGNATURE_HEADER",
     "STAGE_CHANGED",
+    "VALIDATION_FAILED",
     "WebhookNotifier",
+    "data_event",
     "sign",
     "stage_event",
     "subscribe",

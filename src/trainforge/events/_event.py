@@ -2,8 +2,8 @@
 
     model.stage_changed       a model version moved stage (promoted, or replaced by one)
     model.promotion_refused   a promotion's gates refused it (the version kept its stage)
-
-The data issue adds its validation and drift alerts here, one name each.
+    data.validation_failed    a run's data broke its schema contract (whatever `on_fail` did)
+    data.drift_detected       a run's data drifted from its reference beyond the thresholds
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from trainforge.entities import StageChange, StageOutcome
 
 STAGE_CHANGED = "model.stage_changed"
 PROMOTION_REFUSED = "model.promotion_refused"
-KNOWN_EVENTS = (STAGE_CHANGED, PROMOTION_REFUSED)
+VALIDATION_FAILED = "data.validation_failed"
+DRIFT_DETECTED = "data.drift_detected"
+KNOWN_EVENTS = (STAGE_CHANGED, PROMOTION_REFUSED, VALIDATION_FAILED, DRIFT_DETECTED)
 
 
 @dataclass(frozen=True)
@@ -46,3 +48,12 @@ def stage_event(change: StageChange) -> Event:
         "to": change.to_stage.value, "outcome": change.outcome.value, "forced": change.forced,
         "user": change.user, "reason": change.reason, "gates": list(change.gate_report),
     }, occurred_at=change.created_at)
+
+
+def data_event(name: str, *, run_id: str, experiment_id: str, source: str,
+               data_version_id: str | None, summary: str, report: dict[str, Any]) -> Event:
+    """A data alert (`data.validation_failed` or `data.drift_detected`) about a run's data:
+    which run and data, a one-line summary and the full report."""
+    return Event(name, {"run_id": run_id, "experiment_id": experiment_id, "source": source,
+                        "data_version_id": data_version_id, "summary": summary,
+                        "report": report})

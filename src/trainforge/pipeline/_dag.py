@@ -9,6 +9,7 @@ from functools import partial
 from trainforge.config import PipelineSpec
 from trainforge.orchestration import Dag, Step
 from trainforge.pipeline import _steps
+from trainforge.pipeline._alerts import Alert
 from trainforge.storage.contracts import RegistryStore
 from trainforge.train import Callback, PreemptionNotice
 from trainforge.versioning import DataRepository
@@ -17,16 +18,18 @@ from trainforge.versioning import DataRepository
 def build_training_dag(
     spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
     preemption: PreemptionNotice | None = None, data: DataRepository | None = None,
+    alert: Alert | None = None,
 ) -> Dag:
     """Bind each step to its spec section and services; the wiring is data (names in, names
     out). `registry` receives the model versions (None: a DAG that never registers, such as a
     non-reporting rank's); `callbacks` join the trainer's (a tuning trial's pruning);
     `preemption` is the notice the entry point installs (None: signals do not stop training);
-    `data` hashes the files read (once per unchanged file) and reads pinned data versions."""
+    `data` hashes the files read (once per unchanged file) and reads pinned data versions;
+    `alert` announces data that breaks its contract (a log line and the webhooks)."""
     task = spec.model.task
     steps = (
         Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("raw",)),
-        Step("validate", partial(_steps.validate, spec.data, task), ("raw", "run"),
+        Step("validate", partial(_steps.validate, spec.data, task, alert), ("raw", "run"),
              ("validation",)),
         Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
         Step(

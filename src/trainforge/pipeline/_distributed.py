@@ -38,6 +38,7 @@ from trainforge.entities import DataVersion, Run
 from trainforge.errors import Preempted, SpecError, TrainingError
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import Dag, StepEvent, run_dag
+from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import plan_pipeline
 from trainforge.pipeline._run import PipelineResult, PipelineServices, run_tracked
 from trainforge.registry import GateResult
@@ -210,7 +211,8 @@ def run_worker(path: str, overrides: list[str]) -> None:
                                   settings=services.settings)
         try:
             values = run_dag(plan.dag(services.store, preemption=preemption,
-                                      data=services.data()), {"run": handle}, _log_step_event)
+                                      data=services.data(), alert=DataAlerts(services.store)),
+                             {"run": handle}, _log_step_event)
         finally:
             handle.close()
     _write_result(Path(os.environ[RESULT_FILE_ENV]), values)

@@ -26,6 +26,7 @@ from trainforge.train import PreemptionNotice
 
 if TYPE_CHECKING:
     from trainforge.orchestration import Dag
+    from trainforge.pipeline._alerts import Alert
     from trainforge.storage.contracts import RegistryStore
     from trainforge.train import Callback
     from trainforge.versioning import DataRepository
@@ -49,10 +50,10 @@ class PipelinePlan:
 
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
             preemption: PreemptionNotice | None = None,
-            data: DataRepository | None = None) -> Dag:
+            data: DataRepository | None = None, alert: Alert | None = None) -> Dag:
         from trainforge.pipeline._dag import build_training_dag
 
-        return build_training_dag(self.spec, registry, callbacks, preemption, data)
+        return build_training_dag(self.spec, registry, callbacks, preemption, data, alert)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""

@@ -36,6 +36,7 @@ from trainforge.errors import (
 )
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import StepListener, run_dag
+from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
 from trainforge.pipeline._resume import (
     SpecChange,
@@ -148,7 +149,8 @@ def run_tracked(
     process reports the run and ends it, so this one only closes its handle and returns None.
     """
     preemption = plan.preemption_notice()
-    dag = plan.dag(services.store, callbacks, preemption, services.data())
+    dag = plan.dag(services.store, callbacks, preemption, services.data(),
+                   DataAlerts(services.store))
     services.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )

@@ -30,9 +30,11 @@ from trainforge.evaluate import (
     render_plots,
     score_report,
 )
+from trainforge.events import VALIDATION_FAILED, data_event
 from trainforge.features import FeaturePipeline, select_features
 from trainforge.ingest import IngestResult, read_table
 from trainforge.models import build_model, output_size
+from trainforge.pipeline._alerts import Alert
 from trainforge.pipeline._cross_validation import cross_validate as run_cross_validation
 from trainforge.pipeline._dataset import Dataset, check_target, encode_targets
 from trainforge.pipeline._resume import checkpoint_location
@@ -87,9 +89,11 @@ def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dic
     return {"raw": raw}
 
 
-def validate(spec: DataSpec, task: str, raw: IngestResult, run: RunRecorder) -> dict[str, Any]:
-    """The schema contract (when the spec names one; its report recorded either way), then the
-    target column against the task. Errors start with the data source and name file lines."""
+def validate(spec: DataSpec, task: str, alert: Alert | None, raw: IngestResult,
+             run: RunRecorder) -> dict[str, Any]:
+    """The schema contract (when the spec names one; its report recorded either way, and a
+    broken one announced through `alert`), then the target column against the task. Errors
+    start with the data source and name file lines."""
     report = None
     if spec.contract is not None:
         contract = load_contract(spec.contract)
@@ -97,16 +101,23 @@ def validate(spec: DataSpec, task: str, raw: IngestResult, run: RunRecorder) -> 
             report = validate_frame(raw.frame, contract, spec.on_fail, raw.locate, raw.source,
                                     contract_file=spec.contract)
         except DataValidationError as exc:
-            _record_validation(run, exc.report)
+            _record_validation(run, exc.report, raw, alert)
             raise
-        _record_validation(run, report)
+        _record_validation(run, report, raw, alert)
     check_target(raw.frame, spec, task, raw.locate, raw.source)
     return {"validation": report}
 
 
-def _record_validation(run: RunRecorder, report: ValidationReport) -> None:
+def _record_validation(run: RunRecorder, report: ValidationReport, raw: IngestResult,
+                       alert: Alert | None) -> None:
     run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
     run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations)}})
+    if not report.passed and alert is not None:
+        summary = report.summary().splitlines()[0]
+        alert(data_event(VALIDATION_FAILED, run_id=run.run_id,
+                         experiment_id=run.info().experiment_id,
+                         source=raw.source, data_version_id=raw.fingerprint,
+                         summary=f"{raw.source}: {summary}", report=report.to_dict()))
 
 
 def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None) -> dict[str, Any]:
