@@ -55,6 +55,7 @@ class IngestResult:
     lines: Callable[[int], np.ndarray | None] = field(
         default=lambda index: None, repr=False, compare=False
     )
+    positions: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> str:
@@ -73,6 +74,8 @@ class IngestResult:
         """
         if not 0 <= row < len(self.frame):
             raise IndexError(f"row {row} is outside the {len(self.frame)} rows read")
+        if self.positions is not None:
+            row = int(self.positions[row])
         ends = list(accumulate(f.rows for f in self.files))
         index = bisect.bisect_right(ends, row)
         within = row - (ends[index - 1] if index else 0)
@@ -81,6 +84,15 @@ class IngestResult:
         if lines is None:
             return f"{name} row {within + 1}"
         return f"{name} line {lines[within]} (row {within + 1})"
+
+    def without_rows(self, dropped: np.ndarray) -> IngestResult:
+        """The same files read, without the rows `dropped` masks (quarantined ones): a fresh
+        index, and `locate` still naming each kept row's place in its file. The data version
+        is unchanged: it names the files read."""
+        kept = np.flatnonzero(~dropped)
+        positions = kept if self.positions is None else self.positions[kept]
+        frame = self.frame.iloc[kept].reset_index(drop=True)
+        return IngestResult(frame, self.files, self.source, self.lines, positions)
 
     def data_version(self) -> DataVersion:
         """The content-addressed data version of exactly these files."""
@@ -92,5 +104,5 @@ class IngestResult:
             data_version_id=self.fingerprint,
             source=self.source,
             files=files,
-            num_rows=len(self.frame),
+            num_rows=sum(f.rows for f in self.files),
         )

@@ -28,9 +28,9 @@ def build_training_dag(
     `alert` announces data that breaks its contract (a log line and the webhooks)."""
     task = spec.model.task
     steps = (
-        Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("raw",)),
-        Step("validate", partial(_steps.validate, spec.data, task, alert), ("raw", "run"),
-             ("validation",)),
+        Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("read",)),
+        Step("validate", partial(_steps.validate, spec.data, task, alert), ("read", "run"),
+             ("validation", "raw")),
         Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
         Step(
             "features",

@@ -43,13 +43,20 @@ from trainforge.split import Splits, split_frame
 from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
 from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, save_weights
-from trainforge.validate import ValidationReport, load_contract, validate_frame
+from trainforge.validate import (
+    QuarantineWriter,
+    ValidationReport,
+    load_contract,
+    quarantine_frame,
+)
+from trainforge.validate._checks import frame_batches
 from trainforge.versioning import DataRepository
 
 log = logging.getLogger("trainforge")
 
 GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
 REPORT_ARTIFACT = "evaluation/report.json"
+QUARANTINE_ARTIFACT = "validation/quarantine.parquet"
 PLOTS_FOLDER = "evaluation/plots"
 CROSS_VALIDATION_ARTIFACT = "evaluation/cross_validation.json"
 
@@ -86,32 +93,56 @@ def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dic
     run.set_data_version(version)
     run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),
                            "rows": len(raw.frame)}})
-    return {"raw": raw}
+    return {"read": raw}
 
 
-def validate(spec: DataSpec, task: str, alert: Alert | None, raw: IngestResult,
+def validate(spec: DataSpec, task: str, alert: Alert | None, read: IngestResult,
              run: RunRecorder) -> dict[str, Any]:
     """The schema contract (when the spec names one; its report recorded either way, and a
-    broken one announced through `alert`), then the target column against the task. Errors
-    start with the data source and name file lines."""
-    report = None
+    broken one announced through `alert`), then the target column against the task. With
+    `on_fail: quarantine` the rows breaking a row rule are written to the run's
+    `validation/quarantine.parquet` and the later steps get the rest (`raw`: the rows `read`
+    without them). Errors start with the data source and name file lines."""
+    raw, report = read, None
     if spec.contract is not None:
         contract = load_contract(spec.contract)
         try:
-            report = validate_frame(raw.frame, contract, spec.on_fail, raw.locate, raw.source,
-                                    contract_file=spec.contract)
+            report, broken = quarantine_frame(raw.frame, contract, spec.on_fail, raw.locate,
+                                              raw.source, contract_file=spec.contract)
         except DataValidationError as exc:
             _record_validation(run, exc.report, raw, alert)
             raise
-        _record_validation(run, report, raw, alert)
+        quarantined = 0
+        if spec.on_fail == "quarantine" and broken.any():
+            quarantined = _quarantine(run, raw, broken)
+            raw = raw.without_rows(broken)
+        _record_validation(run, report, raw, alert, quarantined)
     check_target(raw.frame, spec, task, raw.locate, raw.source)
-    return {"validation": report}
+    return {"validation": report, "raw": raw}
+
+
+def _quarantine(run: RunRecorder, raw: IngestResult, broken: np.ndarray) -> int:
+    """Write the rows `broken` masks to the run's quarantine artifact; how many."""
+    with tempfile.TemporaryDirectory() as folder:
+        writer = QuarantineWriter(Path(folder) / "quarantine.parquet")
+        for start, batch in frame_batches(raw.frame):
+            writer.write(batch, broken[start:start + batch.num_rows], _from(raw, start))
+        path = writer.close()
+        assert path is not None
+        run.log_artifact(path, QUARANTINE_ARTIFACT)
+        return writer.rows
+
+
+def _from(raw: IngestResult, start: int) -> Callable[[int], str]:
+    """Where row `i` of a batch starting at row `start` of `raw.frame` came from."""
+    return lambda row: raw.locate(start + row)
 
 
 def _record_validation(run: RunRecorder, report: ValidationReport, raw: IngestResult,
-                       alert: Alert | None) -> None:
+                       alert: Alert | None, quarantined: int = 0) -> None:
     run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
-    run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations)}})
+    run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations),
+                                 "quarantined": quarantined}})
     if not report.passed and alert is not None:
         summary = report.summary().splitlines()[0]
         alert(data_event(VALIDATION_FAILED, run_id=run.run_id,
