@@ -61,3 +61,34 @@ def test_a_passing_contract_sends_nothing(fraud_project: Path, receiver: Receive
     run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1", "registry=null"])
 
     assert receiver.received == []
+
+
+def test_quarantine_sets_the_offending_rows_aside_and_the_run_goes_on(
+    fraud_project: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+    from home import home_artifacts
+
+    _tighten(fraud_project)
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    subscribe(home_store(), receiver.url, ["data.validation_failed"], "HOOK_SECRET")
+    data = pd.concat([pd.read_parquet(p) for p in sorted((fraud_project / "data").iterdir())])
+    over = int((data["amount"] > 100).sum())
+
+    with pytest.warns(UserWarning, match=rf"{over} row\(s\) set aside"):
+        result = run_pipeline(fraud_project / "pipeline.yaml",
+                              ["training.epochs=1", "registry=null", "data.on_fail=quarantine"])
+
+    run = home_store().get_run(result.run.run_id)
+    assert run.tags["validation"] == {"passed": False, "violations": 1, "quarantined": over}
+    quarantined = pd.read_parquet(home_artifacts().open(run.run_id,
+                                                        "validation/quarantine.parquet"))
+    assert len(quarantined) == over and (quarantined["amount"] > 100).all()
+    first = quarantined["_source_row"].iloc[0]
+    file, _, row = first.partition(" row ")
+    located = pd.read_parquet(fraud_project / "data" / file).iloc[int(row) - 1]
+    assert located["transaction_id"] == quarantined["transaction_id"].iloc[0]
+    golden = pd.read_parquet(home_artifacts().open(run.run_id, "evaluation/test.parquet"))
+    assert len(golden) > 0 and (golden["amount"] <= 100).all(), "later steps got the rest"
+    [(body, _, _)] = receiver.received
+    assert body["data"]["run_id"] == run.run_id

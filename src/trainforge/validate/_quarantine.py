@@ -31,6 +31,7 @@ class QuarantineWriter:
         self.rows = 0
         self._partial = self.path.with_name(f".{self.path.name}.partial")
         self._writer: pq.ParquetWriter | None = None
+        self._schema: pa.Schema | None = None
 
     def write(self, batch: pa.RecordBatch, broken: np.ndarray,
               locate: Callable[[int], str]) -> None:
@@ -40,10 +41,11 @@ class QuarantineWriter:
         bad = batch.take(pa.array(rows))
         table = pa.Table.from_batches([bad]).append_column(
             SOURCE_ROW, pa.array([locate(int(row)) for row in rows], pa.string()))
-        if self._writer is None:
+        if self._writer is None or self._schema is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self._partial, table.schema)
-        self._writer.write_table(_like(table, self._writer.schema_arrow))
+            self._schema = table.schema
+            self._writer = pq.ParquetWriter(self._partial, self._schema)
+        self._writer.write_table(_like(table, self._schema))
         self.rows += len(rows)
 
     def close(self) -> Path | None:
