@@ -1,13 +1,14 @@
-"""`trainforge data ...`: the commands about data sources and data versions."""
+"""`trainforge data ...`: the commands about data sources, contracts and data versions."""
 
 from __future__ import annotations
 
 import typer
 
-from trainforge.cli import _data_versions
+from trainforge.cli import _data_validate, _data_versions
 
-data_app = typer.Typer(no_args_is_help=True, help="Data versions: snapshot, list, show, diff, "
-                       "checkout and tag.")
+data_app = typer.Typer(no_args_is_help=True, help="Data: validate against a contract; "
+                       "versions: snapshot, list, show, diff, checkout and tag.")
+data_app.command("validate")(_data_validate.data_validate)
 data_app.command("snapshot")(_data_versions.data_snapshot)
 data_app.command("list")(_data_versions.data_list)
 data_app.command("show")(_data_versions.data_show)
