@@ -80,3 +80,14 @@ def test_unknown_tags_and_versions_raise_not_found(data_versions: DataVersionSto
         data_versions.get_data_tag("fraud", "nope")
     with pytest.raises(NotFound, match=r"data version .* not found"):
         data_versions.set_data_tag("fraud", "latest", MISSING)
+
+
+def test_data_profiles_are_stored_by_key_and_replaced(data_versions: DataVersionStore) -> None:
+    data_versions.put_data_profile("f" * 64, "file", 10, b'{"rows": 10}')
+    data_versions.put_data_profile("v" * 64, "version", 30, b'{"rows": 30}')
+    data_versions.put_data_profile("f" * 64, "file", 11, b'{"rows": 11}')
+
+    found = data_versions.get_data_profiles(["f" * 64, "v" * 64, MISSING])
+
+    assert found == {"f" * 64: b'{"rows": 11}', "v" * 64: b'{"rows": 30}'}
+    assert data_versions.get_data_profiles([]) == {}

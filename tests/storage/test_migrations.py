@@ -21,7 +21,7 @@ from trainforge.storage.tables import Base
 
 REGISTRY_TABLES = {"model_stage_changes", "model_aliases", "webhooks", "webhook_deliveries"}
 TUNING_TABLES = {"tuning_journal", "tuning_heartbeats"}
-DATA_TABLES = {"data_tags"}
+DATA_TABLES = {"data_tags", "data_profiles"}
 SINCE_0004 = REGISTRY_TABLES | TUNING_TABLES | DATA_TABLES
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
           "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES,
@@ -219,9 +219,14 @@ def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:
     assert _revision_and_tables(db_url) == ("0005", TABLES - TUNING_TABLES - DATA_TABLES)
 
 
-def test_downgrade_to_0006_drops_only_the_data_tags(db_url: str) -> None:
+def test_downgrade_to_0006_drops_only_the_data_tags_and_profiles(db_url: str) -> None:
     _downgraded(db_url, "0006")
     assert _revision_and_tables(db_url) == ("0006", TABLES - DATA_TABLES)
+
+
+def test_downgrade_to_0007_drops_only_the_data_profiles(db_url: str) -> None:
+    _downgraded(db_url, "0007")
+    assert _revision_and_tables(db_url) == ("0007", TABLES - {"data_profiles"})
 
 
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:

@@ -298,6 +298,9 @@ class DataVersionStore(Protocol):
     - `get_data_version` raises `NotFound` for an unknown id;
     - `list_data_versions` orders newest first (cursor: creation time, then id);
       `data_version_ids(prefix)` gives up to `limit` stored ids starting with `prefix`, sorted;
+    - data profiles (`trainforge.profiles`, as JSON bytes) are stored under a key: a file's
+      sha256 (`kind` "file") or a data version id (`kind` "version"); `put_data_profile`
+      replaces a stored one, `get_data_profiles` returns those of the keys it finds;
     - a tag (`name@tag`) points at one stored version: `set_data_tag` creates or moves it
       (`NotFound` for an unknown version), `get_data_tag` raises `NotFound` naming
       `name@tag`; `list_data_tags` orders by name, then tag, those of one version if given;
@@ -316,6 +319,10 @@ class DataVersionStore(Protocol):
     def data_version_ids(self, prefix: str, limit: int = 2) -> list[str]: ...
 
     def set_data_tag(self, name: str, tag: str, data_version_id: str) -> DataTag: ...
+
+    def put_data_profile(self, key: str, kind: str, rows: int, profile: bytes) -> None: ...
+
+    def get_data_profiles(self, keys: Sequence[str]) -> dict[str, bytes]: ...
 
     def get_data_tag(self, name: str, tag: str) -> DataTag: ...
 

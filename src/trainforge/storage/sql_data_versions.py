@@ -3,6 +3,7 @@ prefix, and the `name@tag` pointers. Each function runs inside the caller's sess
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,13 @@ from sqlalchemy.orm import Session
 from trainforge.entities import DataTag
 from trainforge.errors import NotFound
 from trainforge.storage.sql_pages import OrderKey
-from trainforge.storage.tables import DataTagRow, DataVersionRow, as_utc, utcnow
+from trainforge.storage.tables import (
+    DataProfileRow,
+    DataTagRow,
+    DataVersionRow,
+    as_utc,
+    utcnow,
+)
 
 NEWEST_FIRST = (OrderKey(DataVersionRow.created_at, (datetime,), descending=True),
                 OrderKey(DataVersionRow.data_version_id, (str,), descending=True))
@@ -51,6 +58,22 @@ def list_tags(session: Session, data_version_id: str | None) -> list[DataTag]:
     if data_version_id is not None:
         query = query.where(DataTagRow.data_version_id == data_version_id)
     return [_tag(row) for row in session.scalars(query)]
+
+
+def put_profile(session: Session, upsert: Any, key: str, kind: str, rows: int,
+                profile: bytes) -> None:
+    fields = {"kind": kind, "rows": rows, "profile": profile.decode(), "created_at": utcnow()}
+    session.execute(upsert(DataProfileRow).values(profile_key=key, **fields)
+                    .on_conflict_do_update(index_elements=["profile_key"], set_=fields))
+
+
+def get_profiles(session: Session, keys: Sequence[str]) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for start in range(0, len(keys), 500):
+        query = select(DataProfileRow.profile_key, DataProfileRow.profile).where(
+            DataProfileRow.profile_key.in_(list(keys[start:start + 500])))
+        found.update((key, text.encode()) for key, text in session.execute(query))
+    return found
 
 
 def _tag(row: DataTagRow) -> DataTag:

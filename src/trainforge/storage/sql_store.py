@@ -516,6 +516,14 @@ class SqlStore:
         with self._write() as session:
             return sql_data_versions.set_tag(session, self._insert, name, tag, data_version_id)
 
+    def put_data_profile(self, key: str, kind: str, rows: int, profile: bytes) -> None:
+        with self._write() as session:
+            sql_data_versions.put_profile(session, self._insert, key, kind, rows, profile)
+
+    def get_data_profiles(self, keys: Sequence[str]) -> dict[str, bytes]:
+        with self._read() as session:
+            return sql_data_versions.get_profiles(session, keys)
+
     def get_data_tag(self, name: str, tag: str) -> DataTag:
         with self._read() as session:
             return sql_data_versions.get_tag(session, name, tag)

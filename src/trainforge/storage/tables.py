@@ -126,6 +126,19 @@ class DataTagRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class DataProfileRow(Base):
+    """A stored data profile (JSON): of one file (`kind` "file", keyed by its sha256) or of a
+    data version (`kind` "version", keyed by its id)."""
+
+    __tablename__ = "data_profiles"
+
+    profile_key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    rows: Mapped[int] = mapped_column(BigInteger)
+    profile: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class RunRow(Base):
     """A run. Its metrics live in `run_metrics` (latest values and summary) and `metrics` (series).
 
