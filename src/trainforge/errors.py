@@ -5,6 +5,7 @@
     ├── DataError                   input data cannot be used
     │   ├── DataNotFound            no file matches the configured source
     │   ├── DataValidationError     rows break the schema contract (carries the report)
+    │   ├── DataDriftError          the data drifted from its reference (carries the report)
     │   └── FeatureMismatch         the served feature encoder differs from the training transform
     ├── StoreError                  the tracking database cannot do what was asked
     │   ├── NotFound                a run, experiment or model version does not exist
@@ -62,6 +63,15 @@ class DataNotFound(DataError):
 
 class DataValidationError(DataError):
     """Rows break the schema contract; `report` says which rule, how often and where."""
+
+    def __init__(self, message: str, report: Any) -> None:
+        self.report = report
+        super().__init__(message)
+
+
+class DataDriftError(DataError):
+    """The data drifted from its reference beyond the thresholds and `on_drift` is fail;
+    `report` is the drift report."""
 
     def __init__(self, message: str, report: Any) -> None:
         self.report = report

@@ -38,7 +38,7 @@ def test_artifacts_weights_and_checkpoints_go_to_s3(fraud_project, s3_bucket, mo
                    for name in ("MANIFEST.json", "state.json", "tensors.safetensors")}
     assert keys == {"features/pipeline.json", "model/model.json", "model/weights.safetensors",
                     "validation/report.json", "evaluation/test.parquet",
-                    "evaluation/report.json", *plots, *checkpoints}
+                    "evaluation/report.json", "data/profile.json", *plots, *checkpoints}
     weights = client.get_object(Bucket=s3_bucket,
                                 Key=f"team/artifacts/{run.run_id}/model/weights.safetensors")
     assert home_artifacts().get_bytes(run.run_id, "model/weights.safetensors") == (

@@ -54,6 +54,7 @@ def test_saved_artifacts_reproduce_the_test_predictions(fraud_project):
     run_id = result.run.run_id
     names = artifacts.list_names(run_id)
     assert [n for n in names if not n.startswith("checkpoints/")] == [
+        "data/profile.json",
         *(f"evaluation/plots/{name}.png" for name in (
             "calibration", "confusion_matrix", "pr", "roc", "slice_country",
             "slice_device_type")),
@@ -155,7 +156,8 @@ def test_contract_on_fail_warn_lets_the_run_finish(fraud_project):
     frame.to_parquet(first)
     with pytest.warns(UserWarning, match="hour"):
         result = run_pipeline(fraud_project / "pipeline.yaml", [*FAST, "data.on_fail=warn"])
-    assert result.run.tags["validation"] == {"passed": False, "violations": 1}
+    assert result.run.tags["validation"] == {"passed": False, "violations": 1,
+                                             "quarantined": 0}
 
 
 @pytest.mark.parametrize("text,expected", [

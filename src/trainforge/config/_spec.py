@@ -70,6 +70,24 @@ class SplitSpec(_Section):
         return self
 
 
+class DriftSpec(_Section):
+    """Compare each run's data profile with a reference profile (`trainforge.profiles`)."""
+
+    reference: str | None = Field(
+        None, description="data version (id, prefix, NAME or NAME@TAG) whose stored profile "
+        "is the reference; None: that of the production version of `model`"
+    )
+    model: str | None = Field(
+        None, description="registered model whose production version's data is the reference "
+        "(default: registry.model_name)"
+    )
+    on_drift: Literal["warn", "fail"] = "warn"
+    thresholds: dict[str, dict[str, PositiveFloat]] = Field(
+        default_factory=dict, description="per column (or '*' for every column): statistic "
+        "(psi, ks, js, wasserstein, chi2) -> the value above which the column drifted"
+    )
+
+
 class _FsspecOptions(_Section):
     """A section naming a location through fsspec: its `storage_options`, whose credential-like
     keys are hidden (`SecretStr`), left out of every dump and revealed only for fsspec."""
@@ -126,7 +144,16 @@ class DataSpec(_FsspecOptions):
         "error", description="rows breaking the contract: error stops the run, warn goes on, "
         "quarantine writes them to an artifact and goes on with the rest"
     )
+    profile: bool = Field(True, description="profile the data read and store the profile "
+                          "beside its data version")
+    drift: DriftSpec | None = None
     split: SplitSpec = SplitSpec()
+
+    @model_validator(mode="after")
+    def _drift_needs_profile(self) -> DataSpec:
+        if self.drift is not None and not self.profile:
+            raise ValueError("drift compares profiles: it needs profile: true")
+        return self
 
     @property
     def reserved_columns(self) -> list[str]:

@@ -1,5 +1,6 @@
-"""The standard training pipeline as a `Dag`: ingest → validate → split → features → train →
-evaluate → (cross_validate, with `evaluation.cross_validation`) → gate → register."""
+"""The standard training pipeline as a `Dag`: ingest → validate → (profile, drift) → split →
+features → train → evaluate → (cross_validate, with `evaluation.cross_validation`) → gate →
+register."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from functools import partial
 
 from trainforge.config import PipelineSpec
 from trainforge.orchestration import Dag, Step
-from trainforge.pipeline import _steps
+from trainforge.pipeline import _data_quality, _steps
 from trainforge.pipeline._alerts import Alert
 from trainforge.storage.contracts import RegistryStore
 from trainforge.train import Callback, PreemptionNotice
@@ -18,19 +19,25 @@ from trainforge.versioning import DataRepository
 def build_training_dag(
     spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
     preemption: PreemptionNotice | None = None, data: DataRepository | None = None,
-    alert: Alert | None = None,
+    alert: Alert | None = None, quality: bool = True,
 ) -> Dag:
     """Bind each step to its spec section and services; the wiring is data (names in, names
     out). `registry` receives the model versions (None: a DAG that never registers, such as a
     non-reporting rank's); `callbacks` join the trainer's (a tuning trial's pruning);
     `preemption` is the notice the entry point installs (None: signals do not stop training);
     `data` hashes the files read (once per unchanged file) and reads pinned data versions;
-    `alert` announces data that breaks its contract (a log line and the webhooks)."""
+    `alert` announces data that breaks its contract (a log line and the webhooks); `quality`
+    False leaves out the profile and drift steps (a non-reporting rank's DAG)."""
     task = spec.model.task
     steps = (
         Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("read",)),
         Step("validate", partial(_steps.validate, spec.data, task, alert), ("read", "run"),
              ("validation", "raw")),
+        *([Step("profile", partial(_data_quality.profile, data), ("read", "run"),
+                ("profile",))] if quality and spec.data.profile else []),
+        *([Step("drift", partial(_data_quality.drift, spec.data, spec.registry, data, registry,
+                                 alert), ("read", "profile", "run"), ("drift",))]
+          if quality and spec.data.drift is not None else []),
         Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
         Step(
             "features",

@@ -204,7 +204,8 @@ def run_worker(path: str, overrides: list[str]) -> None:
     preemption = plan.preemption_notice()
     with process_group(plan.spec.training.device), preemption.installed():
         if int(os.environ.get("RANK", "0")) != 0:
-            dag = plan.dag(registry=None, preemption=preemption, data=services.data())
+            dag = plan.dag(registry=None, preemption=preemption, data=services.data(),
+                           quality=False)
             run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
             return
         handle = RunHandle.attach(services.store, run_id, services.artifacts,

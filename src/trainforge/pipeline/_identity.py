@@ -23,6 +23,8 @@ RESULT_NEUTRAL = (
     "training.progress",
     "training.log_every_n_steps",
     "training.val_every_n_steps",
+    "data.profile",
+    "data.drift",
     "training.profiler",
     "tracking",
     "tuning",

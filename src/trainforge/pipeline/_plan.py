@@ -50,10 +50,12 @@ class PipelinePlan:
 
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
             preemption: PreemptionNotice | None = None,
-            data: DataRepository | None = None, alert: Alert | None = None) -> Dag:
+            data: DataRepository | None = None, alert: Alert | None = None,
+            quality: bool = True) -> Dag:
         from trainforge.pipeline._dag import build_training_dag
 
-        return build_training_dag(self.spec, registry, callbacks, preemption, data, alert)
+        return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
+                                  quality)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""
