@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from trainforge.cli import _data_validate, _data_versions
+from trainforge.cli import _data_profile, _data_validate, _data_versions
 
-data_app = typer.Typer(no_args_is_help=True, help="Data: validate against a contract; "
-                       "versions: snapshot, list, show, diff, checkout and tag.")
+data_app = typer.Typer(no_args_is_help=True, help="Data: validate against a contract, profile, "
+                       "drift; versions: snapshot, list, show, diff, checkout and tag.")
 data_app.command("validate")(_data_validate.data_validate)
+data_app.command("profile")(_data_profile.data_profile)
+data_app.command("drift")(_data_profile.data_drift)
 data_app.command("snapshot")(_data_versions.data_snapshot)
 data_app.command("list")(_data_versions.data_list)
 data_app.command("show")(_data_versions.data_show)
