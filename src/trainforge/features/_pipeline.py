@@ -96,14 +96,20 @@ class FeaturePipeline:
     ) -> np.ndarray:
         """The float32 feature matrix of `frame`, columns in `feature_names` order; `locate`
         names a row position of `frame` in errors (its file and line)."""
-        frame = frame.reset_index(drop=True)
-        for transform in self.transforms:
-            frame = _apply(frame, transform)
+        frame = self.transform_frame(frame)
         names = self.feature_names
         _require_numeric(frame, names)
         matrix = frame[names].to_numpy(dtype=np.float64, na_value=np.nan).astype(np.float32)
         _require_finite(matrix, names, locate or (lambda row: f"row {row + 1}"))
         return matrix
+
+    def transform_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """`frame` (index reset) as the transforms leave it: their inputs replaced by their
+        outputs, other columns kept."""
+        frame = frame.reset_index(drop=True)
+        for transform in self.transforms:
+            frame = _apply(frame, transform)
+        return frame
 
     @property
     def feature_names(self) -> list[str]:

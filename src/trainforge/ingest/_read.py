@@ -60,8 +60,7 @@ def read_table(
 
 
 def _file_tables(listing: SourceListing) -> list[pa.Table]:
-    partition_types = {name: pa.int64() if kind == "int64" else pa.string()
-                       for name, kind in listing.partition_types}
+    partition_types = listing.arrow_partition_types()
     tables: list[pa.Table] = []
     expected: set[str] | None = None
     for index, file in enumerate(listing.files):

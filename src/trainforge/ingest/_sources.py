@@ -79,6 +79,13 @@ class SourceListing:
     def names(self) -> list[str]:
         return [file.name for file in self.files]
 
+    def arrow_partition_types(self) -> dict[str, Any]:
+        """Each partition column's Arrow type (`pyarrow.int64()` or `pyarrow.string()`)."""
+        import pyarrow as pa
+
+        return {name: pa.int64() if kind == "int64" else pa.string()
+                for name, kind in self.partition_types}
+
 
 def list_source_files(
     source: str, format: Format = "auto", storage_options: Mapping[str, Any] | None = None

@@ -98,8 +98,7 @@ def listing_batches(
 ) -> Iterator[SourceBatch]:
     """The batches of the listed files; `lines(i)` gives file `i`'s row lines for `locate`."""
     names = listing.names()
-    partition_types = {name: pa.int64() if kind == "int64" else pa.string()
-                       for name, kind in listing.partition_types}
+    partition_types = listing.arrow_partition_types()
     expected: set[str] | None = None
     for index, file in enumerate(listing.files):
         schema, batches = file_batches(listing.fs, file, batch_rows)

@@ -86,19 +86,14 @@ def profile_source(store: DataVersionStore, source: str, format: Any = "auto",
     """The profile of the files `source` names, streaming each file not profiled before."""
     listing = list_source_files(source, format, storage_options)
     hashes = [file_sha256(listing.fs, f.path, hash_cache)[1] for f in listing.files]
-    partition_types = {name: "int64" if kind == "int64" else "string"
-                       for name, kind in listing.partition_types}
     expected: list[set[str] | None] = [None]
 
     def compute(index: int) -> Callable[[], DatasetProfile]:
         def run() -> DatasetProfile:
-            import pyarrow as pa
-
             file = listing.files[index]
             schema, batches = file_batches(listing.fs, file, DEFAULT_BATCH_ROWS)
             expected[0] = check_columns(listing, index, schema, expected[0])
-            types = {n: pa.int64() if k == "int64" else pa.string()
-                     for n, k in partition_types.items()}
+            types = listing.arrow_partition_types()
             return DatasetProfile.from_batches(with_partitions(b, file, types) for b in batches)
         return run
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from trainforge.split._split import Splits, split_frame
+from trainforge.split._split import Splits, split_frame, split_sizes
 
-__all__ = ["Splits", "split_frame"]
+__all__ = ["Splits", "split_frame", "split_sizes"]

@@ -42,7 +42,7 @@ def split_frame(
 ) -> Splits:
     """Split `frame` by `spec.method` ("random" or "time"); `locate` names a row position in
     errors (`IngestResult.locate`: its file and line)."""
-    n_train, n_val, n_test = _sizes(len(frame), spec)
+    n_train, n_val, n_test = split_sizes(len(frame), spec)
     if spec.method == "time":
         where = locate or (lambda row: f"row {row + 1}")
         order = _time_order(frame, spec, where)
@@ -55,7 +55,8 @@ def split_frame(
     return Splits(train_part, val_part, test_part, positions=(train, val, test))
 
 
-def _sizes(rows: int, spec: SplitSpec) -> tuple[int, int, int]:
+def split_sizes(rows: int, spec: SplitSpec) -> tuple[int, int, int]:
+    """(train, val, test) row counts of `rows` rows; DataError when one would be empty."""
     n_test, n_val = round(rows * spec.test_fraction), round(rows * spec.val_fraction)
     sizes = {"train": rows - n_test - n_val, "val": n_val, "test": n_test}
     empty = [name for name, size in sizes.items() if size <= 0]

@@ -27,7 +27,7 @@ import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, Union
+from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 import torch
@@ -38,7 +38,6 @@ from trainforge.errors import TrainingError
 SEED_STRIDE = 1_000_003
 Batch = tuple[torch.Tensor, torch.Tensor]
 ArrayPair = tuple[Union[np.ndarray, torch.Tensor], Union[np.ndarray, torch.Tensor]]
-TrainData = Union[ArrayPair, Dataset]
 
 
 class Batches(Protocol):
@@ -49,6 +48,20 @@ class Batches(Protocol):
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[Batch]:
         """The batches of `epoch` from batch index `start` on."""
+
+
+@runtime_checkable
+class BatchSource(Protocol):
+    """Data that makes its own `Batches`, keeping this module's rules (the streaming loader,
+    `trainforge.streaming.StreamingSource`)."""
+
+    def make_batches(self, batch_size: int, device: torch.device, *, shuffle: bool,
+                     seed: int = 0, rank: int = 0, world_size: int = 1,
+                     num_workers: int = 0) -> Batches:
+        """This rank's batches."""
+
+
+TrainData = Union[ArrayPair, Dataset, BatchSource]
 
 
 def epoch_order(rows: int, seed: int, epoch: int, shuffle: bool) -> torch.Tensor:
@@ -200,7 +213,11 @@ def make_batches(
     world_size: int = 1,
     num_workers: int = 0,
 ) -> Batches:
-    """`TensorBatches` for a (features, targets) pair of arrays, `LoaderBatches` for a Dataset."""
+    """`TensorBatches` for a (features, targets) pair of arrays, `LoaderBatches` for a Dataset,
+    a `BatchSource`'s own batches."""
+    if isinstance(data, BatchSource):
+        return data.make_batches(batch_size, device, shuffle=shuffle, seed=seed, rank=rank,
+                                 world_size=world_size, num_workers=num_workers)
     if isinstance(data, Dataset):
         return LoaderBatches(
             data, batch_size, target_dtype(task), device, shuffle=shuffle, seed=seed,
