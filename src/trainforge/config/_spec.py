@@ -148,11 +148,23 @@ class DataSpec(_FsspecOptions):
                           "beside its data version")
     drift: DriftSpec | None = None
     split: SplitSpec = SplitSpec()
+    streaming: bool = Field(
+        False, description="train on Parquet row groups streamed from the source, never all "
+        "in memory: the split decided row by row, the features fitted in passes, batches "
+        "shuffled in windows of shuffle_rows rows (validation and test rows are held in memory)"
+    )
+    shuffle_rows: PositiveInt = Field(
+        65_536, description="data.streaming: rows shuffled together (at least; whole row "
+        "groups are read)"
+    )
 
     @model_validator(mode="after")
     def _drift_needs_profile(self) -> DataSpec:
         if self.drift is not None and not self.profile:
             raise ValueError("drift compares profiles: it needs profile: true")
+        if self.streaming and self.on_fail == "quarantine":
+            raise ValueError("on_fail: quarantine is not available with streaming: true "
+                             "(use error or warn)")
         return self
 
     @property
@@ -635,6 +647,13 @@ class PipelineSpec(_Section):
     registry: RegistrySpec | None = None
     tracking: TrackingSpec = TrackingSpec()
     tuning: TuningSpec | None = None
+
+    @model_validator(mode="after")
+    def _streaming_has_no_folds(self) -> PipelineSpec:
+        if self.data.streaming and self.evaluation.cross_validation:
+            raise ValueError("evaluation.cross_validation refits on rows in memory; it is not "
+                             "available with data.streaming: true")
+        return self
 
     @property
     def experiment_name(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -96,13 +96,15 @@ class IngestResult:
 
     def data_version(self) -> DataVersion:
         """The content-addressed data version of exactly these files."""
-        files = tuple(
-            {"name": f.name, "size": f.size, "sha256": f.sha256, "rows": f.rows}
-            for f in self.files
-        )
-        return DataVersion(
-            data_version_id=self.fingerprint,
-            source=self.source,
-            files=files,
-            num_rows=sum(f.rows for f in self.files),
-        )
+        return data_version_of(self.files, self.source)
+
+
+def data_version_of(files: Sequence[SourceFile], source: str) -> DataVersion:
+    """The content-addressed data version of exactly `files`, read from `source`."""
+    return DataVersion(
+        data_version_id=content_id((f.name, f.sha256) for f in files),
+        source=source,
+        files=tuple({"name": f.name, "size": f.size, "sha256": f.sha256, "rows": f.rows}
+                    for f in files),
+        num_rows=sum(f.rows for f in files),
+    )

@@ -9,7 +9,7 @@ from functools import partial
 
 from trainforge.config import PipelineSpec
 from trainforge.orchestration import Dag, Step
-from trainforge.pipeline import _data_quality, _steps
+from trainforge.pipeline import _data_quality, _steps, _streaming
 from trainforge.pipeline._alerts import Alert
 from trainforge.storage.contracts import RegistryStore
 from trainforge.train import Callback, PreemptionNotice
@@ -29,22 +29,15 @@ def build_training_dag(
     `alert` announces data that breaks its contract (a log line and the webhooks); `quality`
     False leaves out the profile and drift steps (a non-reporting rank's DAG)."""
     task = spec.model.task
+    reading, preparing = _data_steps(spec, data, alert)
     steps = (
-        Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("read",)),
-        Step("validate", partial(_steps.validate, spec.data, task, alert), ("read", "run"),
-             ("validation", "raw")),
+        *reading,
         *([Step("profile", partial(_data_quality.profile, data), ("read", "run"),
                 ("profile",))] if quality and spec.data.profile else []),
         *([Step("drift", partial(_data_quality.drift, spec.data, spec.registry, data, registry,
                                  alert), ("read", "profile", "run"), ("drift",))]
           if quality and spec.data.drift is not None else []),
-        Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
-        Step(
-            "features",
-            partial(_steps.features, spec.features, spec.data, task),
-            ("raw", "splits", "run"),
-            ("dataset", "feature_pipeline"),
-        ),
+        *preparing,
         Step("train", partial(_steps.train, spec, tuple(callbacks), preemption),
              ("dataset", "run"), ("trained",)),
         Step(
@@ -66,3 +59,28 @@ def build_training_dag(
         ),
     )
     return Dag(name=spec.name, steps=steps, initial=("run",))
+
+
+def _data_steps(spec: PipelineSpec, data: DataRepository | None,
+                alert: Alert | None) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
+    """(ingest and validate, split and features): the in-memory steps, or with
+    `data.streaming` those that never hold the training rows (`_streaming.py`)."""
+    task = spec.model.task
+    if spec.data.streaming:
+        return (
+            (Step("ingest", partial(_streaming.ingest, spec.data, data), ("run",), ("read",)),
+             Step("validate", partial(_streaming.validate, spec.data, alert), ("read", "run"),
+                  ("validation", "raw"))),
+            (Step("split", partial(_streaming.split, spec.data), ("raw", "validation"),
+                  ("splits",)),
+             Step("features", partial(_streaming.features, spec.features, spec.data, task),
+                  ("raw", "splits", "run"), ("dataset", "feature_pipeline"))),
+        )
+    return (
+        (Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("read",)),
+         Step("validate", partial(_steps.validate, spec.data, task, alert), ("read", "run"),
+              ("validation", "raw"))),
+        (Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
+         Step("features", partial(_steps.features, spec.features, spec.data, task),
+              ("raw", "splits", "run"), ("dataset", "feature_pipeline"))),
+    )

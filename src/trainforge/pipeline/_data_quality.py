@@ -25,8 +25,9 @@ from trainforge.errors import DataDriftError, DataError
 from trainforge.events import DRIFT_DETECTED, data_event
 from trainforge.ingest import IngestResult
 from trainforge.pipeline._alerts import Alert
+from trainforge.pipeline._streaming import StreamedData
 from trainforge.profiles import DatasetProfile, compute_drift
-from trainforge.profiles._stored import load_profile, profile_ingested
+from trainforge.profiles._stored import load_profile, profile_ingested, profile_listing
 from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
 from trainforge.versioning import DataRepository
@@ -36,11 +37,15 @@ PROFILE_ARTIFACT = "data/profile.json"
 DRIFT_ARTIFACT = "data/drift.json"
 
 
-def profile(data: DataRepository | None, read: IngestResult,
+def profile(data: DataRepository | None, read: IngestResult | StreamedData,
             run: RunRecorder) -> dict[str, Any]:
     if data is None:
         return {"profile": None}
-    stored = profile_ingested(data.versions, read)
+    if isinstance(read, StreamedData):
+        stored = profile_listing(data.versions, read.plan.listing,
+                                 [f.sha256 for f in read.files])
+    else:
+        stored = profile_ingested(data.versions, read)
     run.put_artifact(PROFILE_ARTIFACT,
                      json.dumps(stored.profile.summary(), indent=2, default=str).encode())
     run.set_tags({"profile": {"rows": stored.profile.rows,
@@ -50,7 +55,7 @@ def profile(data: DataRepository | None, read: IngestResult,
 
 
 def drift(spec: DataSpec, registry_spec: RegistrySpec | None, data: DataRepository | None,
-          registry: RegistryStore | None, alert: Alert | None, read: IngestResult,
+          registry: RegistryStore | None, alert: Alert | None, read: IngestResult | StreamedData,
           profile: DatasetProfile | None, run: RunRecorder) -> dict[str, Any]:
     settings = spec.drift
     assert settings is not None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,9 @@ import pandas as pd
 from trainforge.config import DataSpec
 from trainforge.errors import DataError
 from trainforge.pipeline._columns import Label, list_columns, same_label, suggest_column
+
+if TYPE_CHECKING:
+    from trainforge.train import BatchSource
 
 Arrays = tuple[np.ndarray, np.ndarray]
 Locate = Callable[[int], str]
@@ -32,7 +36,10 @@ _EXAMPLES = 5
 
 @dataclass(frozen=True)
 class Dataset:
-    train: Arrays
+    """The splits as the trainer and evaluator take them; with `data.streaming` the training
+    rows are a `BatchSource` read while training (`trainforge.streaming.StreamingSource`)."""
+
+    train: Arrays | BatchSource
     val: Arrays
     test: Arrays
     feature_names: tuple[str, ...]

@@ -11,7 +11,7 @@ import io
 import json
 import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,13 +110,13 @@ def validate(spec: DataSpec, task: str, alert: Alert | None, read: IngestResult,
             report, broken = quarantine_frame(raw.frame, contract, spec.on_fail, raw.locate,
                                               raw.source, contract_file=spec.contract)
         except DataValidationError as exc:
-            _record_validation(run, exc.report, raw, alert)
+            record_validation(run, exc.report, raw.source, raw.fingerprint, alert)
             raise
         quarantined = 0
         if spec.on_fail == "quarantine" and broken.any():
             quarantined = _quarantine(run, raw, broken)
             raw = raw.without_rows(broken)
-        _record_validation(run, report, raw, alert, quarantined)
+        record_validation(run, report, raw.source, raw.fingerprint, alert, quarantined)
     check_target(raw.frame, spec, task, raw.locate, raw.source)
     return {"validation": report, "raw": raw}
 
@@ -138,8 +138,10 @@ def _from(raw: IngestResult, start: int) -> Callable[[int], str]:
     return lambda row: raw.locate(start + row)
 
 
-def _record_validation(run: RunRecorder, report: ValidationReport, raw: IngestResult,
-                       alert: Alert | None, quarantined: int = 0) -> None:
+def record_validation(run: RunRecorder, report: ValidationReport, source: str,
+                      data_version_id: str, alert: Alert | None, quarantined: int = 0) -> None:
+    """The contract's report as `validation/report.json` and the `validation` tag; a broken
+    contract announced through `alert`."""
     run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
     run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations),
                                  "quarantined": quarantined}})
@@ -147,8 +149,8 @@ def _record_validation(run: RunRecorder, report: ValidationReport, raw: IngestRe
         summary = report.summary().splitlines()[0]
         alert(data_event(VALIDATION_FAILED, run_id=run.run_id,
                          experiment_id=run.info().experiment_id,
-                         source=raw.source, data_version_id=raw.fingerprint,
-                         summary=f"{raw.source}: {summary}", report=report.to_dict()))
+                         source=source, data_version_id=data_version_id,
+                         summary=f"{source}: {summary}", report=report.to_dict()))
 
 
 def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None) -> dict[str, Any]:
@@ -163,16 +165,8 @@ def features(
     encode every split, naming the file lines of rows it cannot encode. Columns left unused are
     logged in one warning and recorded in the `features` tag as `unused`."""
     selection = select_features(spec, splits.train, data.reserved_columns)
-    if selection.unused:
-        log.warning(
-            "features: %d data column(s) are not used: %s (name them in features.transforms "
-            "or features.passthrough, list them in features.exclude, or set features.include: "
-            "remaining)", len(selection.unused), ", ".join(selection.unused))
     pipeline = FeaturePipeline.from_spec(selection.spec).fit(splits.train)
-    run.put_artifact("features/pipeline.json", pipeline.to_json().encode())
-    run.set_tags({"features": {"hash": pipeline.content_hash,
-                               "count": len(pipeline.feature_names),
-                               "unused": list(selection.unused)}})
+    record_features(run, pipeline, selection.unused)
     parts = (splits.train, splits.val, splits.test)
     classes, targets = encode_targets(parts, data, task)
     matrices = [pipeline.transform(part, _locate_part(raw, positions))
@@ -185,6 +179,19 @@ def features(
         classes=classes,
     )
     return {"dataset": dataset, "feature_pipeline": pipeline}
+
+
+def record_features(run: RunRecorder, pipeline: FeaturePipeline, unused: Sequence[str]) -> None:
+    """The fitted pipeline as `features/pipeline.json` and the `features` tag; columns left
+    unused logged in one warning."""
+    if unused:
+        log.warning(
+            "features: %d data column(s) are not used: %s (name them in features.transforms "
+            "or features.passthrough, list them in features.exclude, or set features.include: "
+            "remaining)", len(unused), ", ".join(unused))
+    run.put_artifact("features/pipeline.json", pipeline.to_json().encode())
+    run.set_tags({"features": {"hash": pipeline.content_hash,
+                               "count": len(pipeline.feature_names), "unused": list(unused)}})
 
 
 def _locate_part(raw: IngestResult, positions: np.ndarray) -> Callable[[int], str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.ingest import IngestResult, list_source_files
+from trainforge.ingest import IngestResult, SourceListing, list_source_files
 from trainforge.ingest._formats import file_batches
 from trainforge.ingest._hashing import HashCache, file_sha256
 from trainforge.ingest._result import content_id
@@ -86,6 +86,13 @@ def profile_source(store: DataVersionStore, source: str, format: Any = "auto",
     """The profile of the files `source` names, streaming each file not profiled before."""
     listing = list_source_files(source, format, storage_options)
     hashes = [file_sha256(listing.fs, f.path, hash_cache)[1] for f in listing.files]
+    return profile_listing(store, listing, hashes)
+
+
+def profile_listing(store: DataVersionStore, listing: SourceListing,
+                    hashes: Sequence[str]) -> StoredProfile:
+    """The profile of a listing's files (`hashes`: their sha256), streaming each file not
+    profiled before."""
     expected: list[set[str] | None] = [None]
 
     def compute(index: int) -> Callable[[], DatasetProfile]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trainforge.train._batches import LoaderBatches, TensorBatches, make_batches
+    from trainforge.train._batches import BatchSource, LoaderBatches, TensorBatches, make_batches
     from trainforge.train._callbacks import Callback
     from trainforge.train._metric_names import logged_metric_names
     from trainforge.train._monitors import EarlyStopping, NanGuard
@@ -37,6 +37,7 @@ _EXPORTS = {
     "Callback": "trainforge.train._callbacks",
     "EarlyStopping": "trainforge.train._monitors",
     "LRSchedule": "trainforge.train._optim",
+    "BatchSource": "trainforge.train._batches",
     "LoaderBatches": "trainforge.train._batches",
     "MetricSink": "trainforge.train._sinks",
     "NanGuard": "trainforge.train._monitors",
@@ -69,6 +70,7 @@ __all__ = [
     "Callback",
     "EarlyStopping",
     "LRSchedule",
+    "BatchSource",
     "LoaderBatches",
     "MetricSink",
     "NanGuard",

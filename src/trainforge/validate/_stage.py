@@ -55,13 +55,20 @@ def quarantine_frame(
     """`validate_frame`, also returning the mask of rows that break a row rule (type, not
     null, bounds, allowed, regex, unique): the rows `on_fail: quarantine` sets aside."""
     report, broken = check_frame(frame, contract, locate)
+    enforce(report, on_fail, source, contract_file=contract_file, set_aside=int(broken.sum()))
+    return report, broken
+
+
+def enforce(report: ValidationReport, on_fail: OnFail, source: str = "", *,
+            contract_file: str = "", set_aside: int = 0) -> None:
+    """Nothing for a passed report; else DataValidationError ("error") or a ContractWarning
+    ("warn"; "quarantine" also says how many rows, `set_aside`, were set aside)."""
     if report.passed:
-        return report, broken
+        return
     rules = f" in {contract_file}" if contract_file else ""
     message = f"{source or 'data'}: rows break the schema contract{rules}\n{report.summary()}"
     if on_fail == "error":
         raise DataValidationError(message, report)
     if on_fail == "quarantine":
-        message += f"\n{int(broken.sum())} row(s) set aside (on_fail: quarantine)"
-    warnings.warn(message, ContractWarning, stacklevel=3)
-    return report, broken
+        message += f"\n{set_aside} row(s) set aside (on_fail: quarantine)"
+    warnings.warn(message, ContractWarning, stacklevel=4)
