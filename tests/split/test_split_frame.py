@@ -27,7 +27,7 @@ def _frame(n: int) -> pd.DataFrame:
 
 
 def test_public_api() -> None:
-    assert split.__all__ == ["Splits", "split_frame"]
+    assert split.__all__ == ["Splits", "split_frame", "split_sizes"]
 
 
 def test_random_sizes_follow_the_fractions() -> None:

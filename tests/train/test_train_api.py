@@ -5,7 +5,7 @@ import trainforge.train as train
 
 def test_train_exports_exactly_its_public_api():
     assert train.__all__ == [
-        "Callback", "EarlyStopping", "LRSchedule", "LoaderBatches", "MetricSink", "NanGuard",
+        "BatchSource", "Callback", "EarlyStopping", "LRSchedule", "LoaderBatches", "MetricSink", "NanGuard",
         "NullSink", "Precision", "PreemptionNotice", "ProfilerCallback", "Strategy",
         "TensorBatches", "TrainResult",
         "TrainState", "Trainer", "build_optimizer", "infer_task", "load_weights",

@@ -67,10 +67,10 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "BatchSource",
     "Callback",
     "EarlyStopping",
     "LRSchedule",
-    "BatchSource",
     "LoaderBatches",
     "MetricSink",
     "NanGuard",
