@@ -5,8 +5,8 @@ import trainforge.train as train
 
 def test_train_exports_exactly_its_public_api():
     assert train.__all__ == [
-        "BatchSource", "Callback", "EarlyStopping", "LRSchedule", "LoaderBatches", "MetricSink", "NanGuard",
-        "NullSink", "Precision", "PreemptionNotice", "ProfilerCallback", "Strategy",
+        "BatchSource", "Callback", "EarlyStopping", "LRSchedule", "LoaderBatches", "MetricSink",
+        "NanGuard", "NullSink", "Precision", "PreemptionNotice", "ProfilerCallback", "Strategy",
         "TensorBatches", "TrainResult",
         "TrainState", "Trainer", "build_optimizer", "infer_task", "load_weights",
         "logged_metric_names", "lr_factor", "make_batches", "make_clipper", "make_loss",
