@@ -158,6 +158,23 @@ def test_a_failed_overwrite_keeps_the_old_object(objects: ObjectStore) -> None:
     assert objects.read("a/model.bin") == b"old"
 
 
+def test_write_many_stores_each_and_a_failure_leaves_none_of_the_rest(
+        objects: ObjectStore) -> None:
+    objects.write("b/kept.bin", b"old")
+    objects.write_many([("b/one.bin", b"1"), ("b/two.bin", [b"t", b"wo"])])
+    assert objects.read("b/one.bin") == b"1" and objects.read("b/two.bin") == b"two"
+    with pytest.raises(OSError, match="source interrupted") as caught:
+        objects.write_many([("b/three.bin", b"3"), ("b/kept.bin", chunks_then_failure()),
+                            ("b/four.bin", b"4")])
+    assert not isinstance(caught.value, ObjectStoreError)
+    assert objects.read("b/kept.bin") == b"old"
+    assert not objects.exists("b/four.bin")
+    assert objects.list(include_temporary=True).keys() <= {
+        "b/kept.bin", "b/one.bin", "b/two.bin", "b/three.bin"}
+    with pytest.raises(ObjectStoreError, match="object key '../escape'"):
+        objects.write_many([("b/five.bin", b"5"), ("../escape", b"x")])
+
+
 def unusable(kind: str, tmp_path: Path, options: dict[str, Any]) -> ObjectStore:
     if kind == "local":
         (tmp_path / "a-file").write_bytes(b"")

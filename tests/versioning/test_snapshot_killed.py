@@ -28,18 +28,19 @@ CHILD = textwrap.dedent("""
 
     url, objects, source, ready = sys.argv[1:]
     store = open_object_store(objects)
-    write = store.write
-    def slow_write(key, data):
-        if not key.startswith("data/objects/"):
-            return write(key, data)
-        def chunks():
-            for number, chunk in enumerate(data):
-                yield chunk
-                if number == 0:
-                    Path(ready).write_text("uploading")
-                    time.sleep(600)
-        return write(key, chunks())
-    store.write = slow_write
+    write_many = store.write_many
+    def slow_write_many(items):
+        def slowed():
+            for key, data in items:
+                def chunks(data=data):
+                    for number, chunk in enumerate(data):
+                        yield chunk
+                        if number == 0:
+                            Path(ready).write_text("uploading")
+                            time.sleep(600)
+                yield key, chunks()
+        return write_many(slowed())
+    store.write_many = slow_write_many
     DataRepository(store, open_store(url)).snapshot(source, name="daily")
 """)
 

@@ -18,6 +18,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +82,22 @@ class HashCache:
     def store(self, path: str, stat: tuple[int, int, int, int], sha256: str,
               rows: int | None) -> None:
         """Remember the hash (and rows) of `path` as it was when `stat_key(path)` gave `stat`."""
-        if self._db is None:
+        self.store_many([(path, stat, sha256, rows)])
+
+    def store_many(self, entries: Sequence[tuple[str, tuple[int, int, int, int], str,
+                                                  int | None]]) -> None:
+        """`store` each (path, stat, sha256, rows), in one transaction."""
+        if self._db is None or not entries:
             return
         if self._preloaded is not None:
-            self._preloaded[path] = (stat, (sha256, rows))
+            for path, stat, sha256, rows in entries:
+                self._preloaded[path] = (stat, (sha256, rows))
         try:
-            self._db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (path, *stat, sha256, rows))
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(path, *stat, sha256, rows) for path, stat, sha256, rows in entries])
         except sqlite3.Error as exc:
             log.warning("file hash cache %s not updated: %s", self.path, exc)
 

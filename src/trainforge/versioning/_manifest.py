@@ -11,7 +11,7 @@ Rules:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trainforge.errors import DataError
@@ -43,7 +43,7 @@ class Manifest:
 
     def to_json(self) -> bytes:
         body = {"format": MANIFEST_FORMAT, "version_id": self.version_id, "source": self.source,
-                "files": [asdict(f) for f in sorted(self.files, key=lambda f: f.name)]}
+                "files": [_entry(f) for f in sorted(self.files, key=lambda f: f.name)]}
         return json.dumps(body, sort_keys=True, indent=1).encode()
 
     @classmethod
@@ -65,4 +65,8 @@ class Manifest:
 
     def file_dicts(self) -> tuple[dict[str, Any], ...]:
         """The files as a stored `DataVersion` lists them."""
-        return tuple(asdict(f) for f in self.files)
+        return tuple(_entry(f) for f in self.files)
+
+
+def _entry(file: ManifestEntry) -> dict[str, Any]:
+    return {"name": file.name, "sha256": file.sha256, "size": file.size, "rows": file.rows}

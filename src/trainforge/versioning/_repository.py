@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from trainforge.entities import DataTag, DataVersion
 from trainforge.errors import DataError, NotFound, ObjectNotFound
-from trainforge.ingest._formats import count_rows
+from trainforge.ingest._formats import count_rows, csv_rows_without_parsing
 from trainforge.ingest._hashing import HashCache, file_sha256, stat_key
 from trainforge.ingest._sources import Format, SourceFileInfo, SourceListing, list_source_files
 from trainforge.storage.contracts import DataVersionStore
@@ -106,8 +106,12 @@ class DataRepository:
                        zip(listing.files, measured, strict=True)}
             missing = {key: file for key, file in missing.items() if (
                 key not in stored if stored is not None else not self.objects.exists(key))}
-            list(pool.map(lambda item: self.objects.write(item[0], _checked_chunks(
-                listing.fs, item[1], item[0].rsplit("/", 1)[1])), missing.items()))
+            writes = [(key, _checked_chunks(listing.fs, file, key.rsplit("/", 1)[1]))
+                      for key, file in missing.items()]
+            if self.objects.local_path() is not None:
+                self.objects.write_many(writes)  # two file-system flushes for them all
+            else:
+                list(pool.map(lambda item: self.objects.write(*item), writes))
         entries = [ManifestEntry(file.name, sha256, file.size, rows)
                    for file, (sha256, rows) in zip(listing.files, measured, strict=True)]
         uploaded = len(missing)
@@ -219,10 +223,13 @@ class DataRepository:
             results.append(None if hit is None or hit[1] is None else (hit[0], hit[1]))
         todo = [index for index, result in enumerate(results) if result is None]
         measured = pool.map(lambda index: _measure(listing, listing.files[index]), todo)
+        unchanged = []
         for index, (before, sha256, rows, after) in zip(todo, measured, strict=True):
             results[index] = (sha256, rows)
-            if cache is not None and before is not None and before == after:
-                cache.store(listing.files[index].path, before, sha256, rows)
+            if before is not None and before == after:
+                unchanged.append((listing.files[index].path, before, sha256, rows))
+        if cache is not None:
+            cache.store_many(unchanged)
         return [result for result in results if result is not None]
 
     def _stored_objects(self) -> set[str] | None:
@@ -277,8 +284,15 @@ def _measure(listing: SourceListing, file: SourceFileInfo) -> tuple[
     """(stat before, sha256, rows, stat after) of a file; the stats None for a remote file."""
     local = "://" not in file.path
     before = stat_key(file.path) if local else None
-    _, sha256 = file_sha256(listing.fs, file.path)
-    rows = count_rows(listing.fs, file)
+    rows: int | None = None
+    if local and file.format == "csv" and file.compression is None and file.size <= _CHUNK:
+        data = Path(file.path).read_bytes()  # small: hashed and counted from one read
+        sha256 = hashlib.sha256(data).hexdigest()
+        rows = csv_rows_without_parsing(data)
+    else:
+        _, sha256 = file_sha256(listing.fs, file.path)
+    if rows is None:
+        rows = count_rows(listing.fs, file)
     return before, sha256, rows, stat_key(file.path) if local else None
 
 

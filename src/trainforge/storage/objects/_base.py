@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from trainforge.errors import ObjectNotFound, ObjectStoreError
 
@@ -75,6 +75,8 @@ class ObjectStore(Protocol):
     def list(self, prefix: str = "", *, include_temporary: bool = False) -> dict[str, int]: ...
 
     def write(self, key: str, data: Source) -> None: ...
+
+    def write_many(self, items: Iterable[tuple[str, Source]]) -> None: ...
 
     def open(self, key: str) -> BinaryIO: ...
 
@@ -128,6 +130,26 @@ class GuardedObjectStore(ABC):
             if exc is source.error:
                 raise
             raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
+
+    def write_many(self, items: Iterable[tuple[str, Source]]) -> None:
+        """`write` each (key, data) in order: each atomic as `write` is; all durable when it
+        returns. An error stops it there; objects before that one may have been stored."""
+        staged = []
+        try:
+            for key, data in items:
+                check_key(key)
+                source = _Source(data)
+                try:
+                    staged.append(self._stage(key, iter(source)))
+                except OSError as exc:
+                    if exc is source.error:
+                        raise
+                    raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
+            with self._failures("", "write"):
+                self._commit(staged)
+            staged = []
+        finally:
+            self._discard(staged)
 
     def open(self, key: str) -> BinaryIO:
         """A binary file object reading the object from its start; close it after use."""
@@ -195,6 +217,19 @@ class GuardedObjectStore(ABC):
 
     @abstractmethod
     def _write(self, key: str, chunks: Iterator[Chunk]) -> None: ...
+
+    def _stage(self, key: str, chunks: Iterator[Chunk]) -> Any:
+        """`write_many`'s first half for one object; what `_commit` needs of it. Here: the
+        whole write (stores without a cheaper batch)."""
+        self._write(key, chunks)
+
+    def _commit(self, staged: Sequence[Any]) -> None:
+        """Make every staged object visible and durable (here: each was, when staged)."""
+        return None
+
+    def _discard(self, staged: Sequence[Any]) -> None:
+        """Remove what `_stage` left for objects never committed (here: nothing)."""
+        return None
 
     @abstractmethod
     def _open(self, key: str) -> BinaryIO: ...
