@@ -23,7 +23,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -181,9 +181,10 @@ def _match(fs: Any, protocol: str, pattern: str, source: str) -> tuple[list[tupl
             found = [(p, _size(fs, p)) for p in matched if fs.isfile(p)]
         elif fs.isdir(pattern):
             base = pattern.rstrip("/")
-            found = sorted((path, int(info["size"])) for path, info in
-                           fs.find(pattern, detail=True).items()
-                           if info.get("type") == "file" and _is_data_file(path, base))
+            listed = _local_files(pattern) if local else (
+                (path, int(info["size"])) for path, info in fs.find(pattern, detail=True).items()
+                if info.get("type") == "file")
+            found = sorted((path, size) for path, size in listed if _is_data_file(path, base))
             if not found:
                 raise DataNotFound(f"data source {source!r}{where} is a folder holding no file "
                                    "(names starting with _ or . are skipped)")
@@ -199,6 +200,19 @@ def _match(fs: Any, protocol: str, pattern: str, source: str) -> tuple[list[tupl
         raise DataNotFound(f"data source {source!r} matches no file{where}")
     prefix = "" if local else f"{protocol}://"
     return [(f"{prefix}{path}", size) for path, size in found], f"{prefix}{base}"
+
+
+def _local_files(folder: str) -> Iterator[tuple[str, int]]:
+    """(path, size) of every file below a local folder (symbolic links followed, as fsspec's
+    `find` does); one `scandir` per folder and one stat per file."""
+    pending = [folder]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    pending.append(entry.path)
+                elif entry.is_file():
+                    yield entry.path, entry.stat().st_size
 
 
 def _size(fs: Any, path: str) -> int:

@@ -44,7 +44,7 @@ class Manifest:
     def to_json(self) -> bytes:
         body = {"format": MANIFEST_FORMAT, "version_id": self.version_id, "source": self.source,
                 "files": [_entry(f) for f in sorted(self.files, key=lambda f: f.name)]}
-        return json.dumps(body, sort_keys=True, indent=1).encode()
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Manifest:

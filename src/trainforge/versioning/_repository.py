@@ -98,7 +98,8 @@ class DataRepository:
         listing = list_source_files(source, format, storage_options)
         local = [f.path for f in listing.files if "://" not in f.path]
         if self.hash_cache is not None and local:
-            self.hash_cache.preload(os.path.commonpath(local))
+            # the common path of the first and last in order is every path's
+            self.hash_cache.preload(os.path.commonpath([min(local), max(local)]))
         with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
             measured = self._measure_all(listing, pool)
             stored = self._stored_objects()
@@ -235,9 +236,15 @@ class DataRepository:
     def _stored_objects(self) -> set[str] | None:
         """The object keys a local store holds (one walk instead of a lookup per file); None
         for a remote store, where each file is looked up."""
-        if self.objects.local_path() is None:
+        folder = self.objects.local_path(OBJECTS)
+        if folder is None:
             return None
-        return set(self.objects.list(OBJECTS))
+        if not folder.is_dir():
+            return set()
+        # names only, no stat per object: <objects>/<xx>/<sha256>
+        return {f"{OBJECTS}/{shard.name}/{entry.name}"
+                for shard in os.scandir(folder) if shard.is_dir()
+                for entry in os.scandir(shard.path) if entry.is_file()}
 
     def _restore(self, entry: ManifestEntry, dest: Path) -> None:
         target = dest / entry.name
