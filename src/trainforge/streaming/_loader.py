@@ -152,7 +152,8 @@ class _WindowRows(IterableDataset):
         features = source.pipeline.transform(part, lambda row: places(int(picked[row])))
         targets = source.target.encode(part[source.target.column], lambda row: places(
             int(picked[row])))
-        return torch.from_numpy(features), torch.from_numpy(targets)
+        # row-major whatever layout the frame had: kernels round differently by layout
+        return torch.from_numpy(np.ascontiguousarray(features)), torch.from_numpy(targets)
 
 
 def _read_window(source: StreamingSource, groups: Sequence[int]) -> tuple[pd.DataFrame, Any]:
@@ -204,8 +205,11 @@ class StreamingBatches:
         size, layout = self.layout.batch_size, self.layout
         rows = _WindowRows(layout, epoch, start * size * layout.world_size, self.rank)
         if self.num_workers:
-            parts: Any = DataLoader(rows, batch_size=None, num_workers=self.num_workers,
-                                    pin_memory=self.device.type == "cuda")
+            parts: Any = DataLoader(
+                rows, batch_size=None, num_workers=self.num_workers,
+                pin_memory=self.device.type == "cuda",
+                generator=torch.Generator().manual_seed(layout.seed),  # not the global one
+            )
         else:
             parts = rows
         batch = start
@@ -227,5 +231,8 @@ class StreamingBatches:
     def _emit(self, epoch: int, batch: int, features: torch.Tensor,
               targets: torch.Tensor) -> Batch:
         self._next = (epoch, batch + 1)
-        return (features.to(self.device, non_blocking=True),
-                targets.to(self.device, self.source.target.dtype, non_blocking=True))
+        # Row-major copies, never views into a window: a view's offset changes with where
+        # iteration started, and CPU kernels round differently by alignment and layout.
+        features = features.contiguous()
+        return (features.to(self.device, non_blocking=True, copy=True),
+                targets.to(self.device, self.source.target.dtype, non_blocking=True, copy=True))
