@@ -52,6 +52,20 @@ class LocalObjectStore(GuardedObjectStore):
         return sizes
 
     def _write(self, key: str, chunks: Iterator[Chunk]) -> None:
+        tmp, target = self._temporary(key, chunks, fsync=True)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(target.parent)
+
+    def _stage(self, key: str, chunks: Iterator[Chunk]) -> tuple[Path, Path]:
+        return self._temporary(key, chunks, fsync=False)  # `_commit` flushes them all at once
+
+    def _temporary(self, key: str, chunks: Iterator[Chunk], *,
+                   fsync: bool) -> tuple[Path, Path]:
+        """(the temporary file holding `chunks`, the object's path); nothing left on error."""
         target = self._path(key)
         _make_dirs(target.parent)
         tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
@@ -61,23 +75,9 @@ class LocalObjectStore(GuardedObjectStore):
             with os.fdopen(fd, "wb") as out:
                 for chunk in chunks:
                     out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_dir(target.parent)
-
-    def _stage(self, key: str, chunks: Iterator[Chunk]) -> tuple[Path, Path]:
-        target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
+                if fsync:
+                    out.flush()
+                    os.fsync(out.fileno())
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
