@@ -4,6 +4,7 @@ split as in memory; and the settings streaming refuses."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -11,9 +12,10 @@ import pytest
 import yaml
 from home import home_store
 
-from trainforge.config import load_spec
+from trainforge.config import Settings, load_spec
 from trainforge.errors import RunFailed, SpecError
 from trainforge.pipeline import run_pipeline
+from trainforge.versioning import open_repository
 
 STREAMING = ["data.streaming=true", "data.shuffle_rows=4096", "training.epochs=1"]
 
@@ -41,6 +43,18 @@ def test_a_streamed_run_profiles_its_data_and_records_its_version(fraud_project:
     assert run.tags["profile"]["rows"] == reference.tags["profile"]["rows"]
     assert run.tags["features"]["count"] == reference.tags["features"]["count"]
     assert run.metrics["test_roc_auc"] > 0.8
+
+
+def test_a_streamed_run_reads_a_pinned_version_whatever_the_source_holds(
+        fraud_project: Path) -> None:
+    repository = open_repository(Settings.from_env(), home_store())
+    pinned = repository.snapshot(str(fraud_project / "data"), name="fraud").version
+    extra = sorted((fraud_project / "data").glob("*.parquet"))[0]
+    shutil.copy(extra, extra.with_name("transactions-2099-01-01.parquet"))
+    result = run_pipeline(fraud_project / "pipeline.yaml", [*STREAMING, "data.version=fraud"])
+    assert home_store().get_run(result.run.run_id).data_version_id == pinned.data_version_id
+    moved_on = run_pipeline(fraud_project / "pipeline.yaml", STREAMING)
+    assert home_store().get_run(moved_on.run.run_id).data_version_id != pinned.data_version_id
 
 
 def test_streaming_refuses_what_needs_every_row_in_memory(fraud_project: Path) -> None:

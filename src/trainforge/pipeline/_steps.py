@@ -78,22 +78,34 @@ def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dic
     """Read the source's files, or with `data.version` the files of that snapshot (checked
     out once into the home's cache); record the data version read."""
     cache = data.hash_cache if data is not None else None
-    if spec.version is None:
-        raw = read_table(spec.source, spec.format, spec.fsspec_options(), hash_cache=cache)
-    else:
-        if data is None:
-            raise DataError("data.version: pinned versions are read through the data "
-                            "repository, and this run has none")
-        version_id, folder = data.materialize(spec.version)
-        raw = read_table(str(folder), spec.format, hash_cache=cache)
-        if raw.fingerprint != version_id:
-            raise DataError(f"{folder}: the checkout of data version {version_id} holds other "
-                            "files; delete the folder and run again")
+    location, options, pinned = data_location(spec, data)
+    raw = read_table(location, spec.format, options, hash_cache=cache)
+    check_pinned(raw.fingerprint, pinned, location)
     version = raw.data_version()
     run.set_data_version(version)
     run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),
                            "rows": len(raw.frame)}})
     return {"read": raw}
+
+
+def data_location(spec: DataSpec,
+                  data: DataRepository | None) -> tuple[str, dict[str, Any], str | None]:
+    """(where to read, its storage options, the pinned version id or None): the source, or
+    with `data.version` that snapshot's checkout in the home's cache (made once)."""
+    if spec.version is None:
+        return spec.source, spec.fsspec_options(), None
+    if data is None:
+        raise DataError("data.version: pinned versions are read through the data repository, "
+                        "and this run has none")
+    version_id, folder = data.materialize(spec.version)
+    return str(folder), {}, version_id
+
+
+def check_pinned(fingerprint: str, pinned: str | None, location: str) -> None:
+    """DataError when the files read from a pinned version's checkout are other files."""
+    if pinned is not None and fingerprint != pinned:
+        raise DataError(f"{location}: the checkout of data version {pinned} holds other "
+                        "files; delete the folder and run again")
 
 
 def validate(spec: DataSpec, task: str, alert: Alert | None, read: IngestResult,

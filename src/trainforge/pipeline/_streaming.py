@@ -29,6 +29,12 @@ from trainforge.ingest._hashing import file_sha256
 from trainforge.ingest._result import content_id, data_version_of
 from trainforge.pipeline._alerts import Alert
 from trainforge.pipeline._dataset import Dataset, binary_classes, encode_classes
+from trainforge.pipeline._steps import (
+    check_pinned,
+    data_location,
+    record_features,
+    record_validation,
+)
 from trainforge.split import Splits
 from trainforge.streaming import (
     TEST,
@@ -74,14 +80,8 @@ class StreamedSplits(Splits):
 def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dict[str, Any]:
     """The source's row groups (or those of the pinned `data.version`), and its version."""
     cache = data.hash_cache if data is not None else None
-    if spec.version is None:
-        listing = list_source_files(spec.source, spec.format, spec.fsspec_options())
-    else:
-        if data is None:
-            raise DataError("data.version: pinned versions are read through the data "
-                            "repository, and this run has none")
-        _, folder = data.materialize(spec.version)
-        listing = list_source_files(str(folder), spec.format)
+    location, options, pinned = data_location(spec, data)
+    listing = list_source_files(location, spec.format, options)
     plan = RowGroupPlan.from_listing(listing)
     rows: dict[str, int] = {}
     for group in plan.groups:
@@ -91,6 +91,7 @@ def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dic
                    f.format, f.compression)
         for f in listing.files)
     streamed = StreamedData(plan, files, spec.source)
+    check_pinned(streamed.fingerprint, pinned, location)
     if plan.total_rows == 0:
         raise DataError(f"{spec.source}: contains no rows ({len(files)} file(s) read)")
     run.set_data_version(streamed.data_version())
@@ -104,8 +105,6 @@ def validate(spec: DataSpec, alert: Alert | None, read: StreamedData,
              run: RunRecorder) -> dict[str, Any]:
     """The contract over every row group (when the spec names one); its report recorded, a
     broken one announced through `alert`."""
-    from trainforge.pipeline._steps import record_validation
-
     report = None
     if spec.contract is not None:
         checker = ContractChecker(load_contract(spec.contract))
@@ -136,8 +135,6 @@ def features(spec: FeaturesSpec, data: DataSpec, task: str, raw: StreamedData,
              splits: StreamedSplits, run: RunRecorder) -> dict[str, Any]:
     """Fit the features on the streamed training rows; encode validation and test in memory;
     the training rows become a `StreamingSource`."""
-    from trainforge.pipeline._steps import record_features
-
     stream = splits.stream
     assert stream is not None
     selection = select_features(spec, splits.val, data.reserved_columns)

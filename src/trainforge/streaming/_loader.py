@@ -36,9 +36,9 @@ from trainforge.features import FeaturePipeline
 from trainforge.streaming._row_groups import RowGroupPlan
 from trainforge.streaming._split import TRAIN, StreamSplit
 from trainforge.streaming._targets import TargetEncoder
+from trainforge.train._batches import Batch
 
 DEFAULT_SHUFFLE_ROWS = 65_536
-Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass(frozen=True, eq=False)
