@@ -64,11 +64,12 @@ test: setup-dev
 	$(PY) -m mypy
 	$(PY) -m pytest
 
-# Peer tools (Lightning, MLflow) for the benchmarks' comparisons, in a venv of their own so they
+# Peer tools (Lightning, MLflow, Evidently, DVC) for the benchmarks' comparisons, in a venv of their own so they
 # never leak into the test environment. Benchmarks: .venv-peers/bin/python benchmarks/<name>.py
+# pandas below 3 there: Evidently 0.7 imports a pandas 2 internal.
 bench-peers: $(VENV)/torch-constraint.txt
 	test -x .venv-peers/bin/python || $(PYTHON) -m venv .venv-peers
-	.venv-peers/bin/python -m pip --disable-pip-version-check -q install -e ".[dev]" lightning mlflow -c $(VENV)/torch-constraint.txt
+	.venv-peers/bin/python -m pip --disable-pip-version-check -q install -e ".[dev]" lightning mlflow evidently dvc "pandas<3" -c $(VENV)/torch-constraint.txt
 
 clean:
 	rm -rf .trainforge examples/fraud/data examples/digits/data

@@ -12,8 +12,9 @@ another, each in its own process, each measuring its own baseline in the same ru
 
     .venv/bin/python benchmarks/data.py [--rows 20000000] [--files 100000]
 
-The baselines are our own whole-data ways (pandas, raw KS/PSI, naive copy-by-hash); Evidently's
-DataDriftPreset and `dvc add` are not run here.
+The baselines are our own whole-data ways (pandas, raw KS/PSI, naive copy-by-hash), and, where
+they are installed (`make bench-peers`, then `.venv-peers/bin/python benchmarks/data.py`),
+Evidently's DataDriftPreset on the drift data and `dvc add` on the snapshot files.
 """
 
 from __future__ import annotations

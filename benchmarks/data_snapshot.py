@@ -10,6 +10,10 @@ Prints one JSON object (with the machine's load average: other work skews every 
   Goal: under 2 s for 100,000 files.
 - `snapshot_ratio` = snapshot / naive copy-by-hash; `resnapshot_ratio` = re-snapshot / naive
   (the naive way has no cache: it reads every byte again).
+- `dvc_add_s`, `dvc_readd_s`: `dvc add` of the same folder into a fresh DVC repository (no
+  git), then again with nothing changed, where DVC is importable (`make bench-peers`, then run
+  this script with `.venv-peers/bin/python`); `dvc_ratio` = dvc add / snapshot and
+  `dvc_readd_ratio` = dvc re-add / re-snapshot. All null when DVC is not installed.
 
     .venv/bin/python benchmarks/data_snapshot.py [--files 100000]
 """
@@ -18,9 +22,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,6 +56,23 @@ def naive(folder: Path, objects: Path) -> float:
     return time.perf_counter() - started
 
 
+def dvc_add(folder: Path, repository: Path) -> tuple[float, float] | None:
+    """Seconds of `dvc add FOLDER` in a new DVC repository (no git), then of a second
+    `dvc add` with nothing changed; None when DVC is not installed."""
+    if importlib.util.find_spec("dvc") is None:
+        return None
+    repository.mkdir()
+
+    def dvc(*args: str) -> float:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repository, check=True,
+                       capture_output=True)
+        return time.perf_counter() - started
+
+    dvc("init", "--no-scm")
+    return dvc("add", str(folder)), dvc("add", str(folder))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=100_000)
@@ -69,10 +93,15 @@ def main() -> None:
         assert again.version.data_version_id == first.version.data_version_id
         assert again.uploaded == 0
         store.close()
+        dvc_s = dvc_add(work / "data", work / "dvc")
         print(json.dumps({
             "load_average": os.getloadavg(), "files": args.files,
             "snapshot_s": snapshot_s, "resnapshot_s": resnapshot_s, "naive_s": naive_s,
             "snapshot_ratio": snapshot_s / naive_s, "resnapshot_ratio": resnapshot_s / naive_s,
+            "dvc_add_s": None if dvc_s is None else dvc_s[0],
+            "dvc_readd_s": None if dvc_s is None else dvc_s[1],
+            "dvc_ratio": None if dvc_s is None else dvc_s[0] / snapshot_s,
+            "dvc_readd_ratio": None if dvc_s is None else dvc_s[1] / resnapshot_s,
         }, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)

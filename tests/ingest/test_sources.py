@@ -17,6 +17,8 @@ import pytest
 
 from trainforge.errors import DataError, DataNotFound
 from trainforge.ingest import iter_batches, list_source_files, read_columns, read_table
+from trainforge.ingest._hashing import stat_key
+from trainforge.ingest._sources import file_kind
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> str:
@@ -70,11 +72,29 @@ def test_a_folder_reads_every_data_file_below_it_and_skips_marker_files(tmp_path
     pd.DataFrame({"x": [3]}).to_parquet(tmp_path / "part-1.parquet")
     (tmp_path / "_SUCCESS").write_text("")
     (tmp_path / "a" / ".part-0.parquet.crc").write_text("crc")
+    (tmp_path / "_temporary" / "0").mkdir(parents=True)  # a writer's unfinished output
+    pd.DataFrame({"x": [9]}).to_parquet(tmp_path / "_temporary" / "0" / "part-2.parquet")
 
     result = read_table(str(tmp_path))
 
     assert [Path(f.path).name for f in result.files] == ["part-0.parquet", "part-1.parquet"]
     assert result.frame["x"].tolist() == [1, 2, 3]
+
+
+def test_each_listed_file_has_the_format_of_its_own_name_and_its_stat(tmp_path: Path) -> None:
+    names = ["a.csv", "b.CSV.GZ", "c.v2.jsonl", "d.ndjson.zst", "e.pq", "f.2024.csv.bz2",
+             "g.parquet"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+
+    listing = list_source_files(str(tmp_path))
+
+    assert [(Path(f.path).name, f.format, f.compression) for f in listing.files] == [
+        (name, *file_kind(str(tmp_path / name), "auto")) for name in names]
+    assert [f.stat for f in listing.files] == [stat_key(str(tmp_path / n)) for n in names]
+    assert [(f.format, f.compression) for f in listing.files] == [
+        ("csv", None), ("csv", "gzip"), ("jsonl", None), ("jsonl", "zstd"), ("parquet", None),
+        ("csv", "bz2"), ("parquet", None)]
 
 
 def test_file_uri_reads_like_a_path(tmp_path: Path) -> None:

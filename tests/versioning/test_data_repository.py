@@ -3,6 +3,7 @@ checkouts checked against their hashes, diffs; each unchanged local file hashed 
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,6 +75,27 @@ def test_unchanged_files_are_neither_hashed_nor_stored_twice(
     assert [Path(p).name for p in hashed] == ["day-03.parquet"]
     assert again.uploaded == 1 and again.reused == 3
     assert again.version.data_version_id != first.version.data_version_id
+
+
+def test_a_no_op_snapshot_reads_and_writes_nothing_and_returns_the_stored_version(
+    repository: DataRepository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_days(tmp_path / "data", range(3))
+    first = repository.snapshot(str(tmp_path / "data"), name="days")
+    manifest_file = repository.objects.local_path(manifest_key(first.version.data_version_id))
+    assert manifest_file is not None
+    written = manifest_file.stat().st_mtime_ns
+    opened: list[str] = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda file, *args, **kwargs: (
+        opened.append(str(file)), real_open(file, *args, **kwargs))[1])
+
+    again = repository.snapshot(str(tmp_path / "data"), name="days")
+
+    assert not [path for path in opened if "data" in Path(path).parts]
+    assert again.uploaded == 0 and again.version == first.version
+    assert manifest_file.stat().st_mtime_ns == written
+    assert gc.isenabled()
 
 
 def test_a_moved_or_renamed_file_is_not_uploaded_again(
@@ -210,3 +232,4 @@ def test_snapshot_of_a_source_matching_nothing_names_it(
 ) -> None:
     with pytest.raises(DataNotFound, match=r"missing-\*\.csv.*matches no file"):
         repository.snapshot(str(tmp_path / "missing-*.csv"))
+    assert gc.isenabled()  # the collector, paused while a snapshot runs, is back

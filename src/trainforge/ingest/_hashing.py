@@ -25,6 +25,7 @@ from typing import Any
 log = logging.getLogger("trainforge")
 
 _CHUNK = 1 << 20
+StatKey = tuple[int, int, int, int]
 _SCHEMA = """CREATE TABLE IF NOT EXISTS file_hashes (
     path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, inode INTEGER, ctime_ns INTEGER,
     sha256 TEXT NOT NULL, rows INTEGER)"""
@@ -36,7 +37,7 @@ class HashCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: sqlite3.Connection | None = None
-        self._preloaded: dict[str, tuple[tuple[int, int, int, int],
+        self._preloaded: dict[str, tuple[StatKey,
                                          tuple[str, int | None]]] | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,11 +49,12 @@ class HashCache:
             log.warning("file hash cache %s not used: %s", path, exc)
             self._db = None
 
-    def lookup(self, path: str) -> tuple[str, int | None] | None:
-        """(sha256, rows or None) of the local file at `path` if its stat is unchanged."""
+    def lookup(self, path: str, stat: StatKey | None = None) -> tuple[str, int | None] | None:
+        """(sha256, rows or None) of the local file at `path` if its stat (`stat`, when the
+        caller has just taken it, else read now) is unchanged."""
         if self._db is None:
             return None
-        key = stat_key(path)
+        key = stat_key(path) if stat is None else stat
         if self._preloaded is not None:
             hit = self._preloaded.get(path)
             return hit[1] if hit is not None and hit[0] == key else None
@@ -79,12 +81,12 @@ class HashCache:
         self._preloaded = {row[0]: ((row[1], row[2], row[3], row[4]), (row[5], row[6]))
                            for row in rows}
 
-    def store(self, path: str, stat: tuple[int, int, int, int], sha256: str,
+    def store(self, path: str, stat: StatKey, sha256: str,
               rows: int | None) -> None:
         """Remember the hash (and rows) of `path` as it was when `stat_key(path)` gave `stat`."""
         self.store_many([(path, stat, sha256, rows)])
 
-    def store_many(self, entries: Sequence[tuple[str, tuple[int, int, int, int], str,
+    def store_many(self, entries: Sequence[tuple[str, StatKey, str,
                                                   int | None]]) -> None:
         """`store` each (path, stat, sha256, rows), in one transaction."""
         if self._db is None or not entries:
@@ -107,9 +109,13 @@ class HashCache:
             self._db = None
 
 
-def stat_key(path: str) -> tuple[int, int, int, int]:
+def stat_key(path: str) -> StatKey:
     """(size, mtime ns, inode, ctime ns) of a local file: what a change of its bytes changes."""
-    stat = os.stat(path)
+    return stat_fields(os.stat(path))
+
+
+def stat_fields(stat: os.stat_result) -> StatKey:
+    """`stat_key`'s fields of a stat already taken (a listing's)."""
     return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
 
 

@@ -18,10 +18,8 @@ from trainforge.ingest._sources import Compression, FileFormat
 def content_id(files: Iterable[tuple[str, str]]) -> str:
     """The content-addressed id of a set of (name, sha256) files: sha256 over the sorted
     `name NUL sha256 LF` lines. A data version's id, and its manifest's."""
-    digest = hashlib.sha256()
-    for name, sha in sorted(files):
-        digest.update(f"{name}\0{sha}\n".encode())
-    return digest.hexdigest()
+    return hashlib.sha256("".join(f"{name}\0{sha}\n" for name, sha in sorted(files))
+                          .encode()).hexdigest()
 
 
 @dataclass(frozen=True)

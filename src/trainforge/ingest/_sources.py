@@ -23,13 +23,15 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from stat import S_ISREG
+from typing import Any, Literal, NamedTuple
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 from trainforge.errors import DataError, DataNotFound
+from trainforge.ingest._hashing import StatKey, stat_fields, stat_key
 
 Format = Literal["auto", "parquet", "csv", "jsonl"]
 FileFormat = Literal["parquet", "csv", "jsonl"]
@@ -47,15 +49,15 @@ _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _EXPECTED = "expected .parquet, .pq, .csv, .jsonl or .ndjson (optionally .gz, .zst or .bz2)"
 
 
-@dataclass(frozen=True)
-class SourceFileInfo:
+class SourceFileInfo(NamedTuple):  # a listing may hold millions: a tuple is made fastest
     """One file a source names, before it is read.
 
     `path` is what the file system calls it (an absolute local path, or `s3://bucket/key`);
     `name` is its path below the source's fixed folder (the folder itself, the folder part
     before a glob's first wildcard, or a file's folder), `/`-separated, so names say content
     and partition, not location; `partitions` are its hive `(column, value)` pairs, value None
-    for the default partition.
+    for the default partition; `stat` is a local file's (size, mtime ns, inode, ctime ns) when
+    it was listed (what `HashCache` compares), None for a remote file.
     """
 
     path: str
@@ -64,6 +66,7 @@ class SourceFileInfo:
     format: FileFormat
     compression: Compression | None
     partitions: tuple[tuple[str, str | None], ...] = ()
+    stat: StatKey | None = None
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,21 @@ def list_source_files(
     fs, protocol, pattern = _filesystem(source, storage_options or {})
     found, base = _match(fs, protocol, pattern, source)
     files = []
-    for path, size in found:
-        kind, compression = file_kind(path, format)
+    by_folder: dict[str, tuple[tuple[str, str | None], ...]] = {}
+    by_suffixes: dict[str, tuple[FileFormat, Compression | None]] = {}
+    for path, size, stat in found:
+        suffixes = _suffixes(path)
+        known = by_suffixes.get(suffixes)
+        if known is None:
+            known = by_suffixes[suffixes] = file_kind(path, format)
+        kind, compression = known
         name = path[len(base):].replace(os.sep, "/").lstrip("/")
-        files.append(SourceFileInfo(path, name, size, kind, compression, _partitions(path, base)))
-    return SourceListing(source, tuple(files), fs, _partition_types(files))
+        folder = _parent(path)
+        partitions = by_folder.get(folder)
+        if partitions is None:
+            partitions = by_folder[folder] = _partitions(folder, base)
+        files.append(SourceFileInfo(path, name, size, kind, compression, partitions, stat))
+    return SourceListing(source, tuple(files), fs, _partition_types(by_folder.values()))
 
 
 def read_columns(
@@ -141,6 +154,14 @@ def file_kind(path: str, format: Format) -> tuple[FileFormat, Compression | None
     return kind, compression
 
 
+def _suffixes(path: str) -> str:
+    """The part of a file name `file_kind` decides by: from the first dot after any leading
+    dots (`.parquet`, `.2024.csv.gz`), or "" when there is none."""
+    name = path[max(path.rfind("/"), path.rfind(os.sep)) + 1:].lstrip(".")
+    dot = name.find(".")
+    return name[dot:] if dot >= 0 else ""
+
+
 def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, str, str]:
     """(fsspec file system, protocol, path or pattern as that file system names it)."""
     import fsspec
@@ -168,28 +189,39 @@ def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, str, str]
     return fs, protocol, fs._strip_protocol(source)
 
 
-def _match(fs: Any, protocol: str, pattern: str, source: str) -> tuple[list[tuple[str, int]], str]:
-    """((path, size) of each data file, sorted; the fixed folder partitions are read below)."""
+def _match(fs: Any, protocol: str, pattern: str,
+           source: str) -> tuple[list[tuple[str, int, StatKey | None]], str]:
+    """((path, size, local stat) of each data file, sorted; the fixed folder partitions are
+    read below)."""
     where = "" if "://" in source or os.path.isabs(source) else f" (relative to {os.getcwd()})"
     local = protocol == "file"
     if not local:
         fs.invalidate_cache()  # another process may have written since the last listing
+    found: list[tuple[str, int, StatKey | None]]
     try:
         if _GLOB_CHARS.search(pattern):
             base = _fixed_folder(pattern)
-            matched = sorted(glob.glob(pattern, recursive=True) if local else fs.glob(pattern))
-            found = [(p, _size(fs, p)) for p in matched if fs.isfile(p)]
+            if local:
+                found = [file for file in map(_local_file, sorted(glob.glob(pattern,
+                                                                            recursive=True)))
+                         if file is not None]
+            else:
+                found = [(p, _size(fs, p), None) for p in sorted(fs.glob(pattern))
+                         if fs.isfile(p)]
         elif fs.isdir(pattern):
             base = pattern.rstrip("/")
-            listed = _local_files(pattern) if local else (
-                (path, int(info["size"])) for path, info in fs.find(pattern, detail=True).items()
-                if info.get("type") == "file")
-            found = sorted((path, size) for path, size in listed if _is_data_file(path, base))
+            if local:
+                found = sorted(_local_files(pattern))
+            else:
+                found = sorted((path, int(info["size"]), None) for path, info in
+                               fs.find(pattern, detail=True).items()
+                               if info.get("type") == "file" and _is_data_file(path, base))
             if not found:
                 raise DataNotFound(f"data source {source!r}{where} is a folder holding no file "
                                    "(names starting with _ or . are skipped)")
         elif fs.isfile(pattern):
-            base, found = _parent(pattern), [(pattern, _size(fs, pattern))]
+            base = _parent(pattern)
+            found = [(pattern, _size(fs, pattern), stat_key(pattern) if local else None)]
         else:
             found, base = [], pattern
     except (PermissionError, OSError) as exc:
@@ -198,21 +230,38 @@ def _match(fs: Any, protocol: str, pattern: str, source: str) -> tuple[list[tupl
         raise DataError(f"data source {source!r}: cannot list it: {exc}") from None
     if not found:
         raise DataNotFound(f"data source {source!r} matches no file{where}")
-    prefix = "" if local else f"{protocol}://"
-    return [(f"{prefix}{path}", size) for path, size in found], f"{prefix}{base}"
+    if local:
+        return found, base
+    return [(f"{protocol}://{path}", size, None) for path, size, _ in found], \
+        f"{protocol}://{base}"
 
 
-def _local_files(folder: str) -> Iterator[tuple[str, int]]:
-    """(path, size) of every file below a local folder (symbolic links followed, as fsspec's
-    `find` does); one `scandir` per folder and one stat per file."""
+def _local_file(path: str) -> tuple[str, int, StatKey] | None:
+    """(path, size, stat) of a local regular file (links followed); None for anything else."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:  # a broken link
+        return None
+    return (path, stat.st_size, stat_fields(stat)) if S_ISREG(stat.st_mode) else None
+
+
+def _local_files(folder: str) -> list[tuple[str, int, StatKey]]:
+    """(path, size, stat) of every data file below a local folder (symbolic links followed,
+    as fsspec's `find` does; names starting with `_` or `.` skipped, folders included); one
+    `scandir` per folder and one stat per file."""
+    found = []
     pending = [folder]
     while pending:
         with os.scandir(pending.pop()) as entries:
             for entry in entries:
+                if entry.name.startswith(("_", ".")):
+                    continue
                 if entry.is_dir():
                     pending.append(entry.path)
                 elif entry.is_file():
-                    yield entry.path, entry.stat().st_size
+                    stat = entry.stat()
+                    found.append((entry.path, stat.st_size, stat_fields(stat)))
+    return found
 
 
 def _size(fs: Any, path: str) -> int:
@@ -234,11 +283,11 @@ def _is_data_file(path: str, base: str) -> bool:
     return not any(part.startswith(("_", ".")) for part in relative)
 
 
-def _partitions(path: str, base: str) -> tuple[tuple[str, str | None], ...]:
-    folders = path[len(base):].strip("/").replace(os.sep, "/").split("/")[:-1]
+def _partitions(folder: str, base: str) -> tuple[tuple[str, str | None], ...]:
+    """The hive (column, value) pairs of the folders between `base` and `folder`."""
     pairs = []
-    for folder in folders:
-        match = _PARTITION.match(folder)
+    for name in folder[len(base):].replace(os.sep, "/").split("/"):
+        match = _PARTITION.match(name)
         if match:
             value = unquote(match.group(2))
             pairs.append((unquote(match.group(1)), None if value == _HIVE_NULL else value))
@@ -246,11 +295,12 @@ def _partitions(path: str, base: str) -> tuple[tuple[str, str | None], ...]:
 
 
 def _partition_types(
-    files: list[SourceFileInfo],
+    folders: Iterable[tuple[tuple[str, str | None], ...]],
 ) -> tuple[tuple[str, Literal["int64", "string"]], ...]:
+    """Each partition column's type over the partitions of every folder holding a file."""
     values: dict[str, list[str]] = {}
-    for file in files:
-        for name, value in file.partitions:
+    for partitions in folders:
+        for name, value in partitions:
             values.setdefault(name, []).extend([] if value is None else [value])
     whole = re.compile(r"^-?\d{1,18}$")
     return tuple((name, "int64" if all(whole.match(v) for v in found) else "string")

@@ -38,7 +38,8 @@ def ids_starting(session: Session, prefix: str, limit: int) -> list[str]:
 
 
 def set_tag(session: Session, upsert: Any, name: str, tag: str, data_version_id: str) -> DataTag:
-    if session.get(DataVersionRow, data_version_id) is None:
+    if session.scalar(select(DataVersionRow.data_version_id)  # not its file list
+                      .where(DataVersionRow.data_version_id == data_version_id)) is None:
         raise NotFound(f"data version {data_version_id!r} not found")
     fields = {"data_version_id": data_version_id, "created_at": utcnow()}
     session.execute(upsert(DataTagRow).values(name=name, tag=tag, **fields)

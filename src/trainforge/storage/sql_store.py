@@ -26,6 +26,7 @@ beyond them:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -486,12 +487,18 @@ class SqlStore:
 
     def put_data_version(self, version: DataVersion) -> DataVersion:
         """Store `version` unless its id is already stored; return the stored record."""
-        row = {"data_version_id": version.data_version_id, "source": version.source,
-               "files": [dict(f) for f in version.files], "num_rows": version.num_rows,
-               "created_at": version.created_at or utcnow()}
         with self._write() as session:
-            session.execute(self._insert(DataVersionRow).values(row).on_conflict_do_nothing())
-            stored = _get(session, DataVersionRow, version.data_version_id, "data version")
+            stored = session.get(DataVersionRow, version.data_version_id)
+            if stored is None:
+                created_at = version.created_at or utcnow()
+                inserted = session.scalar(self._insert(DataVersionRow).values(
+                    data_version_id=version.data_version_id, source=version.source,
+                    files=[dict(f) for f in version.files], num_rows=version.num_rows,
+                    created_at=created_at).on_conflict_do_nothing()
+                    .returning(DataVersionRow.data_version_id))
+                if inserted is not None:  # not another writer's meanwhile
+                    return dataclasses.replace(version, created_at=created_at)
+                stored = _get(session, DataVersionRow, version.data_version_id, "data version")
             return to_data_version(stored)
 
     def get_data_version(self, data_version_id: str) -> DataVersion:

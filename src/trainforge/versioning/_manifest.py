@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from trainforge.errors import DataError
 from trainforge.ingest._result import content_id
@@ -20,8 +21,7 @@ from trainforge.ingest._result import content_id
 MANIFEST_FORMAT = 1
 
 
-@dataclass(frozen=True)
-class ManifestEntry:
+class ManifestEntry(NamedTuple):  # a manifest may list millions: a tuple is made fastest
     name: str
     sha256: str
     size: int
@@ -33,7 +33,7 @@ class Manifest:
     source: str
     files: tuple[ManifestEntry, ...]
 
-    @property
+    @cached_property
     def version_id(self) -> str:
         return content_id((f.name, f.sha256) for f in self.files)
 

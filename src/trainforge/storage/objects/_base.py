@@ -145,8 +145,9 @@ class GuardedObjectStore(ABC):
                     if exc is source.error:
                         raise
                     raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
-            with self._failures("", "write"):
-                self._commit(staged)
+            if staged:
+                with self._failures("", "write"):
+                    self._commit(staged)
             staged = []
         finally:
             self._discard(staged)
