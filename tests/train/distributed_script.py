@@ -2,7 +2,8 @@
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 distributed_script.py OUT.json
 
-Rank 0 writes {case: {"train_loss": [...], "val_loss": [...], "weights": {name: [...]}}}.
+Rank 0 writes {case: {"train_loss": [...], "val_loss": [...], "weights": {name: [...]}}} and,
+under "validation", each strategy's val metrics and the rows each rank scored.
 `train_case` is also what the test runs in one process, for the reference curves.
 """
 
@@ -66,6 +67,35 @@ def train_case(strategy: str, accumulate: int, clip: float | None, batch_size: i
             "val_loss": recorder.series.get("val_loss", []), "weights": weights}
 
 
+VAL_ROWS = 65  # odd: the second rank's share is padded with the first row
+
+
+def validation_case(strategy: str) -> dict:
+    """A binary classifier validated each epoch on `VAL_ROWS` rows: the val metrics rank 0
+    logged, and how many rows this process scored in eval mode. The learning rate is too
+    small to move a float32 weight, so every strategy validates the very same weights and any
+    difference in the metrics is the validation's own."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(128 + VAL_ROWS, FEATURES)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] * x[:, 2] + 0.5 * rng.normal(size=len(x)) > 0).astype(np.float32)
+    torch.manual_seed(0)
+    model = build_model(ModelSpec(task="binary", hidden=[16]), FEATURES, 1)
+    scored = [0]
+
+    def count_rows(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> None:
+        if not module.training:
+            scored[0] += len(args[0])
+
+    model.register_forward_hook(count_rows)
+    config = TrainingSpec(epochs=2, batch_size=32, strategy=strategy, device="cpu",
+                          optimizer={"name": "adamw", "lr": 1e-12}, progress="off")
+    recorder = Recorder()
+    Trainer(model, (x[:128], y[:128]), (x[128:], y[128:]), config, task="binary",
+            run=recorder).fit()
+    return {"val": {k: v for k, v in recorder.series.items() if k.startswith("val_")},
+            "scored_rows": scored[0]}
+
+
 def collectives() -> dict:
     """The strategy's own collectives, in the group the trainers joined."""
     strategy = make_strategy("ddp", "cpu")
@@ -79,6 +109,12 @@ def main(out: str) -> None:
         results = {name: train_case(*case, BATCH_PER_RANK) for name, case in CASES.items()
                    if case[0] != "fsdp" or FSDP2}
         results["collectives"] = collectives()
+        results["validation"] = {}
+        for strategy in ("ddp", "fsdp") if FSDP2 else ("ddp",):
+            case = validation_case(strategy)
+            scored: list[int] = [0] * torch.distributed.get_world_size()
+            torch.distributed.all_gather_object(scored, case["scored_rows"])
+            results["validation"][strategy] = {**case, "scored_rows": scored}
         rank = torch.distributed.get_rank()
     if rank == 0:
         with open(out, "w") as fh:

@@ -54,6 +54,25 @@ def test_two_process_loss_curve_equals_one_process_with_the_same_global_batch(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_each_rank_validates_its_share_and_the_metrics_equal_one_process(
+    torchrun_results, strategy
+):
+    if strategy == "fsdp" and not script.FSDP2:
+        pytest.skip(f"FSDP2 (fully_shard) needs torch >= 2.6, this is {torch.__version__}")
+    reference = script.validation_case("single")
+    launched = torchrun_results["validation"][strategy]
+    share = -(-script.VAL_ROWS // WORLD)
+    assert reference["scored_rows"] == 2 * script.VAL_ROWS  # two epochs, one validation each
+    assert launched["scored_rows"] == [2 * share] * WORLD
+    assert {"val_loss", "val_roc_auc", "val_accuracy"} <= set(reference["val"])
+    assert set(launched["val"]) == set(reference["val"])
+    for name, values in reference["val"].items():
+        assert len(values) == 2, name
+        assert launched["val"][name] == pytest.approx(values, abs=1e-6, nan_ok=True), name
+
+
+@pytest.mark.slow
 def test_strategy_collectives_span_the_ranks(torchrun_results):
     assert torchrun_results["collectives"] == {"mean_of_ranks": 0.5, "world_size": WORLD}
 

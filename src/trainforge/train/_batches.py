@@ -196,6 +196,18 @@ class LoaderBatches:
             )
 
 
+def row_count(data: TrainData | None) -> int | None:
+    """The rows of (features, targets) arrays or of a Dataset, whose batches `make_batches`
+    shards by rank as `shard` does; None for a BatchSource (its own rules) or no data."""
+    if isinstance(data, BatchSource):
+        return None
+    if isinstance(data, Dataset):
+        return len(data)  # type: ignore[arg-type]
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        return len(data[0])
+    return None  # no data, or data `make_batches` refuses with its own message
+
+
 def target_dtype(task: str) -> torch.dtype:
     """Class ids for multiclass, floats for binary and regression."""
     return torch.int64 if task == "multiclass" else torch.float32

@@ -4,7 +4,10 @@ preemption signal into a checkpoint and a stop.
     fit start   resume: load the newest valid checkpoint (every rank), drop the run's metric
                 points after its step; arm the preemption notice (its entry point installed
                 the signal handlers)
-    step end    save when the policy says so (not on an epoch's last step: its epoch-end
+    step end    after the first step only: rank 0 prepares its async save's CPU buffer in
+                the background (`CheckpointManager.prepare`), so the first async save stalls
+                no longer than the later ones
+                save when the policy says so (not on an epoch's last step: its epoch-end
                 save follows, after the epoch's validation is logged)
     epoch end   save when the policy says so
     either      a preemption signal arrived: save now (blocking), raise `Preempted`
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from trainforge.train._trainer import Trainer
 
 log = logging.getLogger("trainforge")
+PREPARE_HEADROOM = 0.01  # of the model and optimizer bytes: RNG, schedule and trainer tensors
 
 
 class Checkpointing(Callback):
@@ -73,6 +77,7 @@ class Checkpointing(Callback):
         self._last_elapsed = 0.0
         self._started = time.monotonic()
         self._epoch_batches = 0
+        self._prepared = False
 
     def on_fit_start(self, trainer: Trainer) -> None:
         if self.resume:
@@ -83,6 +88,8 @@ class Checkpointing(Callback):
             self.preemption.arm()
 
     def on_step_end(self, trainer: Trainer) -> None:
+        if not self._prepared:
+            self._prepare(trainer)
         if trainer.state.batch < self._epoch_batches:
             self._at_boundary(trainer, epoch_end=False)
 
@@ -118,6 +125,16 @@ class Checkpointing(Callback):
                 self.manager.wait()
             raise Preempted(requested or "a signal to another rank",
                             step if self.manager is not None else None)
+
+    def _prepare(self, trainer: Trainer) -> None:
+        """After the first step (the optimizer's state exists): rank 0 makes its asynchronous
+        save's CPU buffer ready in the background, sized from the local (for FSDP, sharded)
+        model and optimizer states plus headroom for the rest, so no collective runs here."""
+        self._prepared = True
+        if self.manager is not None and self.strategy.is_rank_zero:
+            self.manager.prepare({"model": trainer.module.state_dict(),
+                                  "optimizer": trainer.optimizer.state_dict()},
+                                 headroom=PREPARE_HEADROOM)
 
     def _save(self, trainer: Trainer, step: int, elapsed: float, blocking: bool | None) -> None:
         assert self.manager is not None

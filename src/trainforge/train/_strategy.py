@@ -2,7 +2,8 @@
 
 A strategy owns the device of this process, the process group, how the model is wrapped, and
 the few collective operations the trainer needs (each step's loss and gradient norm over all
-ranks, means of metrics, gradient synchronisation during accumulation, a barrier).
+ranks, means of metrics, the validation outputs of every rank, gradient synchronisation during
+accumulation, a barrier).
 
 Rules:
 - the process group is the entry point's to join: `process_group(device)` (a torchrun worker,
@@ -96,6 +97,10 @@ class Strategy(Protocol):
     def reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
         """The mean of `tensor` over ranks; `tensor` itself is left as it is."""
 
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every rank's `tensor` (the same shape on each), stacked in rank order along a new
+        first dimension, on every rank."""
+
     def barrier(self) -> None:
         """Wait until every rank got here."""
 
@@ -152,6 +157,9 @@ class SingleDevice:
 
     def reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.unsqueeze(0)
 
     def barrier(self) -> None:
         pass
@@ -217,6 +225,12 @@ class _ProcessGroup(SingleDevice):
 
     def reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
         return self.reduce_sum(tensor) / self.world_size
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        local = tensor.detach().contiguous()
+        parts = [torch.empty_like(local) for _ in range(self.world_size)]
+        dist.all_gather(parts, local)
+        return torch.stack(parts)
 
     def barrier(self) -> None:
         dist.barrier()

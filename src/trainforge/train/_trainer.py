@@ -40,7 +40,7 @@ from torch import nn
 from trainforge.config import EvaluationSpec, TrainingSpec
 from trainforge.errors import TrainingError
 from trainforge.evaluate import outputs_to_scores, score_report
-from trainforge.train._batches import Batch, TrainData, make_batches
+from trainforge.train._batches import Batch, TrainData, make_batches, row_count
 from trainforge.train._callbacks import Callback, CallbackList
 from trainforge.train._checkpointing import Checkpointing
 from trainforge.train._monitors import EarlyStopping, NanGuard, NoEarlyStopping, Throughput
@@ -181,9 +181,14 @@ class Trainer:
             seed=config.seed, rank=strategy.rank, world_size=strategy.world_size,
             num_workers=config.num_workers,
         )
+        # Each rank validates its share of the rows (padded to equal shares, as training
+        # shards), then every rank gathers all outputs; a BatchSource's rows are read whole.
+        self._val_rows = row_count(val_data)
+        sharded = self._val_rows is not None and strategy.world_size > 1
         self.val_batches = None if val_data is None else make_batches(
             val_data, self.task, max(config.batch_size, EVAL_BATCH_ROWS), self.device,
             shuffle=False, num_workers=config.num_workers,
+            rank=strategy.rank if sharded else 0, world_size=strategy.world_size if sharded else 1,
         )
         self.steps_per_epoch = -(-len(self.train_batches) // config.accumulate_grad_batches)
 
@@ -341,7 +346,9 @@ class Trainer:
 
     @torch.no_grad()
     def _validate(self) -> dict[str, float]:
-        """Loss and task metrics on the whole validation set (every rank sees all of it)."""
+        """Loss and task metrics on the whole validation set: each rank scores its share of the
+        rows, every rank gathers all outputs in row order and computes the same metrics, equal
+        to one process's (ROC-AUC and other ranking metrics need every score, not a mean)."""
         if self.val_batches is None:
             return {}
         self.module.eval()
@@ -351,10 +358,18 @@ class Trainer:
                 outputs.append(self.module(features).float())
                 targets.append(target)
         output, target = torch.cat(outputs), torch.cat(targets)
+        if self._val_rows is not None and self.strategy.world_size > 1:
+            output, target = self._in_row_order(output), self._in_row_order(target)
         loss = self.loss_fn(output.squeeze(-1) if self._squeeze else output, target).item()
         report = score_report(outputs_to_scores(output, self.task), target.cpu().numpy(),
                               self.task, self.evaluation, "val")
         return {"val_loss": loss, **report.prefixed()}
+
+    def _in_row_order(self, shard: torch.Tensor) -> torch.Tensor:
+        """Every rank's `shard` of the validation rows (rank r holds rows r, r + W, ...;
+        padded by rows from the start) back in row order, padding dropped."""
+        gathered = self.strategy.gather(shard)  # [ranks, rows per rank, ...]
+        return gathered.transpose(0, 1).reshape(-1, *shard.shape[1:])[: self._val_rows]
 
     def _emit(self, metrics: dict[str, float]) -> None:
         step = self.state.global_step

@@ -18,7 +18,7 @@ from trainforge.errors import CheckpointError
 from trainforge.train.checkpoint import CheckpointManager, capture_rng_state, restore_rng_state
 from trainforge.train.checkpoint._checksum import ChunkedHasher, checksum
 from trainforge.train.checkpoint._codec import decode, encode
-from trainforge.train.checkpoint._snapshot import SnapshotArena
+from trainforge.train.checkpoint._snapshot import SnapshotArena, state_nbytes
 
 
 def roundtrip(tmp_path: Path, state: dict, blocking: bool = True) -> dict:
@@ -116,6 +116,37 @@ def test_snapshot_arena_copies_into_one_reused_block() -> None:
     assert_identical(second, tensors)
     bigger = {"d": torch.arange(5_000_000, dtype=torch.float64), "e": torch.ones(3)}  # in pieces
     assert_identical(arena.copy(bigger), bigger)
+
+
+def test_a_reserved_block_is_the_one_the_first_copy_fills() -> None:
+    arena = SnapshotArena()
+    tensors = {"w": torch.randn(300, 200), "b": torch.randn(200)}
+    arena.reserve(state_nbytes(tensors), pinned=False)  # in the background
+    first = arena.copy(tensors)  # waits for the reservation
+    assert_identical(first, tensors)
+    arena.reserve(state_nbytes(tensors), pinned=False)  # large enough already: kept
+    assert arena.copy(tensors)["w"].data_ptr() == first["w"].data_ptr()
+    arena.reserve(10, pinned=False)
+    bigger = {"w": torch.randn(600, 200)}  # more than reserved: a new block, still right
+    assert_identical(arena.copy(bigger), bigger)
+
+
+def test_prepare_then_an_async_save_stores_the_state_and_blocking_saves_skip_it(
+    tmp_path: Path,
+) -> None:
+    model = torch.nn.Linear(40, 3)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(4, 40)).sum().backward()
+    optimizer.step()
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    manager = CheckpointManager(tmp_path / "async", CheckpointSpec(async_save=True), "r1")
+    manager.prepare(state, headroom=0.01)
+    manager.save(1, state)
+    assert manager.wait() is not None
+    assert_identical(manager.load()[0], state)
+    blocking = CheckpointManager(tmp_path / "blocking", CheckpointSpec(async_save=False), "r1")
+    blocking.prepare(state)
+    assert blocking._arena._block is None and blocking._arena._reserving is None
 
 
 @pytest.mark.parametrize("algorithm", ["xxh3_128", "sha256"])

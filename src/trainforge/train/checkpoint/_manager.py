@@ -27,7 +27,7 @@ from trainforge.train.checkpoint._format import (
     write_checkpoint,
 )
 from trainforge.train.checkpoint._policy import is_due, select_deletions
-from trainforge.train.checkpoint._snapshot import SnapshotArena, in_place
+from trainforge.train.checkpoint._snapshot import SnapshotArena, in_place, state_nbytes
 from trainforge.train.checkpoint._storage import open_storage
 from trainforge.train.checkpoint._warnings import CheckpointWarning
 
@@ -174,6 +174,17 @@ class CheckpointManager:
             copies = self._arena.copy(tensors)
             self._pending = self._worker().submit(self._job, tree, copies, meta)
         self._last_step = step
+
+    def prepare(self, state: Mapping[str, Any], *, headroom: float = 0.0) -> None:
+        """Make ready, on a background thread, the CPU memory an asynchronous save of a state
+        like `state` copies into (its tensors' sizes, plus `headroom` as a fraction for what
+        `state` lacks), so the first asynchronous save stalls training no longer than the later
+        ones. Returns at once; does nothing when saves are blocking."""
+        if not self.policy.async_save:
+            return
+        _, tensors = encode(state)
+        pinned = any(t.device.type == "cuda" for t in tensors.values())
+        self._arena.reserve(int(state_nbytes(tensors) * (1 + headroom)), pinned)
 
     def wait(self) -> CheckpointInfo | None:
         """Block until the save in flight is done; return what it committed (None if none)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,21 +25,36 @@ class SnapshotArena:
     are copied on a few threads; with CUDA tensors the block is pinned and their copies are
     asynchronous, then synchronized once.
 
+    `reserve` takes and touches the block on a background thread ahead of the first copy, so
+    that copy costs what the later ones cost.
+
     Not thread-safe: the owner must not call `copy` while a previous copy is still being read.
     """
 
     def __init__(self) -> None:
         self._block: torch.Tensor | None = None
         self._pinned = False
+        self._reserving: threading.Thread | None = None
+
+    def reserve(self, nbytes: int, pinned: bool) -> None:
+        """Start taking a block of at least `nbytes` (page-locked when `pinned`, for CUDA
+        tensors) and writing every page of it, on a background thread; `copy` waits for it.
+        Nothing happens when the block held is already large enough."""
+        self._wait_reserved()
+        if self._fits(nbytes, pinned):
+            return
+        self._reserving = threading.Thread(target=self._take, args=(nbytes, pinned, True),
+                                           name="trainforge-snapshot-reserve", daemon=True)
+        self._reserving.start()
 
     def copy(self, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Contiguous CPU copies of `tensors`, complete when this returns (views of the block)."""
         offsets, total = _layout(tensors)
         pinned = any(t.device.type == "cuda" for t in tensors.values())
-        if self._block is None or self._block.numel() < total or self._pinned != pinned:
-            self._block = None  # release the old block before taking a new one
-            self._block = _allocate(total, pinned)
-            self._pinned = pinned
+        self._wait_reserved()
+        if not self._fits(total, pinned):
+            self._take(total, pinned, touch=False)
+        assert self._block is not None
         copies, plain = {}, []
         for key, tensor in tensors.items():
             start = offsets[key]
@@ -52,6 +68,27 @@ class SnapshotArena:
         for device in {t.device for t in tensors.values() if t.device.type == "cuda"}:
             torch.cuda.synchronize(device)
         return copies
+
+    def _fits(self, nbytes: int, pinned: bool) -> bool:
+        return self._block is not None and self._block.numel() >= nbytes \
+            and self._pinned == pinned
+
+    def _take(self, nbytes: int, pinned: bool, touch: bool) -> None:
+        self._block = None  # release the old block before taking a new one
+        block = _allocate(nbytes, pinned)
+        if touch and not pinned:  # page-locked memory is resident once allocated
+            block.fill_(0)  # a page fault per page, here rather than in the first copy
+        self._block, self._pinned = block, pinned
+
+    def _wait_reserved(self) -> None:
+        if self._reserving is not None:
+            self._reserving.join()
+            self._reserving = None
+
+
+def state_nbytes(tensors: Mapping[str, torch.Tensor]) -> int:
+    """The bytes `SnapshotArena.copy` lays `tensors` out in."""
+    return _layout(tensors)[1]
 
 
 def in_place(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
