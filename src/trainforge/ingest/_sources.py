@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 from trainforge.errors import DataError, DataNotFound
-from trainforge.ingest._hashing import StatKey, stat_fields, stat_key
+from trainforge.ingest._hashing import StatKey, stat_fields
 
 Format = Literal["auto", "parquet", "csv", "jsonl"]
 FileFormat = Literal["parquet", "csv", "jsonl"]
@@ -202,9 +202,7 @@ def _match(fs: Any, protocol: str, pattern: str,
         if _GLOB_CHARS.search(pattern):
             base = _fixed_folder(pattern)
             if local:
-                found = [file for file in map(_local_file, sorted(glob.glob(pattern,
-                                                                            recursive=True)))
-                         if file is not None]
+                found = _local_matches(sorted(glob.glob(pattern, recursive=True)))
             else:
                 found = [(p, _size(fs, p), None) for p in sorted(fs.glob(pattern))
                          if fs.isfile(p)]
@@ -221,7 +219,7 @@ def _match(fs: Any, protocol: str, pattern: str,
                                    "(names starting with _ or . are skipped)")
         elif fs.isfile(pattern):
             base = _parent(pattern)
-            found = [(pattern, _size(fs, pattern), stat_key(pattern) if local else None)]
+            found = _local_matches([pattern]) if local else [(pattern, _size(fs, pattern), None)]
         else:
             found, base = [], pattern
     except (PermissionError, OSError) as exc:
@@ -236,13 +234,18 @@ def _match(fs: Any, protocol: str, pattern: str,
         f"{protocol}://{base}"
 
 
-def _local_file(path: str) -> tuple[str, int, StatKey] | None:
-    """(path, size, stat) of a local regular file (links followed); None for anything else."""
-    try:
-        stat = os.stat(path)
-    except FileNotFoundError:  # a broken link
-        return None
-    return (path, stat.st_size, stat_fields(stat)) if S_ISREG(stat.st_mode) else None
+def _local_matches(paths: Iterable[str]) -> list[tuple[str, int, StatKey | None]]:
+    """(path, size, stat) of each path that is a regular file (links followed); directories
+    and broken links left out."""
+    found: list[tuple[str, int, StatKey | None]] = []
+    for path in paths:
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:  # a broken link
+            continue
+        if S_ISREG(stat.st_mode):
+            found.append((path, stat.st_size, stat_fields(stat)))
+    return found
 
 
 def _local_files(folder: str) -> list[tuple[str, int, StatKey]]:

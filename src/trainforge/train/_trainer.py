@@ -183,8 +183,9 @@ class Trainer:
         )
         # Each rank validates its share of the rows (padded to equal shares, as training
         # shards), then every rank gathers all outputs; a BatchSource's rows are read whole.
-        self._val_rows = row_count(val_data)
-        sharded = self._val_rows is not None and strategy.world_size > 1
+        # `_shared_val_rows`: the validation rows when ranks share them, else None.
+        self._shared_val_rows = row_count(val_data) if strategy.world_size > 1 else None
+        sharded = self._shared_val_rows is not None
         self.val_batches = None if val_data is None else make_batches(
             val_data, self.task, max(config.batch_size, EVAL_BATCH_ROWS), self.device,
             shuffle=False, num_workers=config.num_workers,
@@ -358,7 +359,7 @@ class Trainer:
                 outputs.append(self.module(features).float())
                 targets.append(target)
         output, target = torch.cat(outputs), torch.cat(targets)
-        if self._val_rows is not None and self.strategy.world_size > 1:
+        if self._shared_val_rows is not None:
             output, target = self._in_row_order(output), self._in_row_order(target)
         loss = self.loss_fn(output.squeeze(-1) if self._squeeze else output, target).item()
         report = score_report(outputs_to_scores(output, self.task), target.cpu().numpy(),
@@ -369,7 +370,7 @@ class Trainer:
         """Every rank's `shard` of the validation rows (rank r holds rows r, r + W, ...;
         padded by rows from the start) back in row order, padding dropped."""
         gathered = self.strategy.gather(shard)  # [ranks, rows per rank, ...]
-        return gathered.transpose(0, 1).reshape(-1, *shard.shape[1:])[: self._val_rows]
+        return gathered.transpose(0, 1).reshape(-1, *shard.shape[1:])[: self._shared_val_rows]
 
     def _emit(self, metrics: dict[str, float]) -> None:
         step = self.state.global_step

@@ -229,7 +229,7 @@ class DataRepository:
         results: list[tuple[str, int] | None] = []
         for file in listing.files:
             hit = cache.lookup(file.path, file.stat) if cache is not None and \
-                "://" not in file.path else None
+                file.stat is not None else None  # a local file
             results.append(None if hit is None or hit[1] is None else (hit[0], hit[1]))
         todo = [index for index, result in enumerate(results) if result is None]
         measured = pool.map(lambda index: _measure(listing, listing.files[index]), todo)
