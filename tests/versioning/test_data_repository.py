@@ -7,6 +7,7 @@ import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -202,9 +203,14 @@ def test_a_file_rewritten_while_uploaded_fails_the_snapshot_and_stores_nothing(
     _write_days(tmp_path / "data", range(1))
     import trainforge.versioning._repository as module
 
-    real = module._measure
-    monkeypatch.setattr(module, "_measure", lambda listing, file: (
-        None, "0" * 64, real(listing, file)[2], None))
+    real = module.count_rows
+
+    def rows_then_rewritten(fs: Any, file: Any) -> int:  # after it was hashed, before stored
+        rows = real(fs, file)
+        pd.DataFrame({"x": [1, 2, 3]}).to_parquet(file.path)
+        return rows
+
+    monkeypatch.setattr(module, "count_rows", rows_then_rewritten)
 
     with pytest.raises(DataError, match=r"day-00\.parquet: changed while it was snapshotted"):
         repository.snapshot(str(tmp_path / "data"))

@@ -21,6 +21,7 @@ from trainforge.versioning import DataRepository
 
 CHILD = textwrap.dedent("""
     import sys, time
+    from contextlib import contextmanager
     from pathlib import Path
     from trainforge.storage import open_store
     from trainforge.storage.objects import open_object_store
@@ -28,19 +29,26 @@ CHILD = textwrap.dedent("""
 
     url, objects, source, ready = sys.argv[1:]
     store = open_object_store(objects)
-    write_many = store.write_many
-    def slow_write_many(items):
-        def slowed():
-            for key, data in items:
-                def chunks(data=data):
-                    for number, chunk in enumerate(data):
-                        yield chunk
-                        if number == 0:
-                            Path(ready).write_text("uploading")
-                            time.sleep(600)
-                yield key, chunks()
-        return write_many(slowed())
-    store.write_many = slow_write_many
+    batch = store.batch
+
+    class Slowed:
+        def __init__(self, staging):
+            self.staging = staging
+
+        def write(self, key, data):
+            def chunks():
+                for number, chunk in enumerate([data] if isinstance(data, bytes) else data):
+                    yield chunk
+                    if number == 0:
+                        Path(ready).write_text("uploading")
+                        time.sleep(600)
+            self.staging.write(key, chunks())
+
+    @contextmanager
+    def slow_batch():
+        with batch() as staging:
+            yield Slowed(staging)
+    store.batch = slow_batch
     DataRepository(store, open_store(url)).snapshot(source, name="daily")
 """)
 

@@ -18,7 +18,12 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from trainforge.errors import ObjectStoreError
-from trainforge.storage.objects._base import GuardedObjectStore, ObjectStore, check_key
+from trainforge.storage.objects._base import (
+    GuardedObjectStore,
+    ObjectBatch,
+    ObjectStore,
+    check_key,
+)
 from trainforge.storage.objects._fsspec import FsspecObjectStore
 from trainforge.storage.objects._local import LocalObjectStore
 
@@ -26,6 +31,7 @@ __all__ = [
     "FsspecObjectStore",
     "GuardedObjectStore",
     "LocalObjectStore",
+    "ObjectBatch",
     "ObjectStore",
     "check_key",
     "open_object_store",

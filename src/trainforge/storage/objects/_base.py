@@ -16,6 +16,10 @@ Rules:
 - an error raised by what `write` was given (its iterator or file object) propagates as it is;
   a failure of storage becomes `ObjectStoreError` naming the object's URI, and a missing object
   `ObjectNotFound`. A file object `open` returns raises `OSError` from its own reads;
+- `batch()` stages many writes, from any number of threads, and publishes them when its block
+  ends: each object atomic as `write` makes it, all durable together (a local folder flushes
+  twice for any number of objects), none published when the block raises (a store whose
+  writes cannot be staged, such as S3, has stored each one as it was written);
 - deleting what is already gone is not an error, so every deletion can be retried;
 - one writer per key, any number of readers. Instances hold no per-call state and are safe to
   share across threads.
@@ -29,9 +33,10 @@ listing filters); the implementations fill in the `_` hooks, which raise `OSErro
 from __future__ import annotations
 
 import functools
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -66,6 +71,12 @@ def _valid(key: str) -> bool:
     )
 
 
+class ObjectBatch(Protocol):
+    """Writes staged by `ObjectStore.batch()`, published when its block ends."""
+
+    def write(self, key: str, data: Source) -> None: ...
+
+
 class ObjectStore(Protocol):
     """Objects under one root, with the rules of the module docstring."""
 
@@ -76,7 +87,7 @@ class ObjectStore(Protocol):
 
     def write(self, key: str, data: Source) -> None: ...
 
-    def write_many(self, items: Iterable[tuple[str, Source]]) -> None: ...
+    def batch(self) -> AbstractContextManager[ObjectBatch]: ...
 
     def open(self, key: str) -> BinaryIO: ...
 
@@ -131,26 +142,19 @@ class GuardedObjectStore(ABC):
                 raise
             raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
 
-    def write_many(self, items: Iterable[tuple[str, Source]]) -> None:
-        """`write` each (key, data) in order: each atomic as `write` is; all durable when it
-        returns. An error stops it there; objects before that one may have been stored."""
-        staged = []
+    @contextmanager
+    def batch(self) -> Iterator[ObjectBatch]:
+        """Writes staged in the block (`batch.write(key, data)`, from any thread), published
+        all at once when it ends; see the module rules. Nothing staged is published if the
+        block raises."""
+        staging = _Staging(self)
         try:
-            for key, data in items:
-                check_key(key)
-                source = _Source(data)
-                try:
-                    staged.append(self._stage(key, iter(source)))
-                except OSError as exc:
-                    if exc is source.error:
-                        raise
-                    raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
-            if staged:
-                with self._failures("", "write"):
-                    self._commit(staged)
-            staged = []
-        finally:
-            self._discard(staged)
+            yield staging
+            with self._failures("", "write"):
+                self._commit(staging.staged)
+        except BaseException:
+            self._discard(staging.staged)  # those published are gone from their staged names
+            raise
 
     def open(self, key: str) -> BinaryIO:
         """A binary file object reading the object from its start; close it after use."""
@@ -220,7 +224,7 @@ class GuardedObjectStore(ABC):
     def _write(self, key: str, chunks: Iterator[Chunk]) -> None: ...
 
     def _stage(self, key: str, chunks: Iterator[Chunk]) -> Any:
-        """`write_many`'s first half for one object; what `_commit` needs of it. Here: the
+        """A batch's first half for one object; what `_commit` needs of it. Here: the
         whole write (stores without a cheaper batch)."""
         self._write(key, chunks)
 
@@ -260,6 +264,27 @@ def _listed(key: str, include_temporary: bool) -> bool:
     if any(folder.startswith(".") for folder in folders):
         return False
     return include_temporary or not name.startswith(".")
+
+
+class _Staging:
+    """The writes of one `batch()`: each staged as it is written, thread-safe."""
+
+    def __init__(self, store: GuardedObjectStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self.staged: list[Any] = []
+
+    def write(self, key: str, data: Source) -> None:
+        check_key(key)
+        source = _Source(data)
+        try:
+            staged = self._store._stage(key, iter(source))
+        except OSError as exc:
+            if exc is source.error:
+                raise
+            raise ObjectStoreError(self._store.uri_of(key), f"cannot write: {exc}") from exc
+        with self._lock:
+            self.staged.append(staged)
 
 
 class _Source:

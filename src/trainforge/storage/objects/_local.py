@@ -3,7 +3,7 @@
 A write goes to a temporary file beside the target (`.<name>.<random>.tmp`), created with mode
 0o666 so the process umask decides who may read it, as for any file the user creates; it is
 fsync'd, renamed over the target, and the folder is fsync'd so the rename survives a crash.
-Folders a write creates are fsync'd into their parents. `write_many` writes every temporary
+Folders a write creates are fsync'd into their parents. A `batch()` writes every temporary
 file, flushes the file system once (`os.sync`), renames them all, and flushes once more: two
 flushes for any number of objects (many small files: a data snapshot), and still no object
 visible before its bytes are on disk.
