@@ -1,6 +1,9 @@
 """Trains the same small model under each strategy; run by test_distributed.py through torchrun.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 distributed_script.py OUT.json
+    python -m torch.distributed.run --standalone --nproc-per-node 2 \
+        distributed_script.py OUT.json [DEVICE]
+
+DEVICE is `cpu` (gloo, the default) or `cuda` (NCCL, one device per process: tests/gpu).
 
 Rank 0 writes {case: {"train_loss": [...], "val_loss": [...], "weights": {name: [...]}}} and,
 under "validation", each strategy's val metrics and the rows each rank scored.
@@ -48,13 +51,14 @@ def data() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]
     return (x[:ROWS], y[:ROWS]), (x[ROWS:], y[ROWS:])
 
 
-def train_case(strategy: str, accumulate: int, clip: float | None, batch_size: int) -> dict:
+def train_case(strategy: str, accumulate: int, clip: float | None, batch_size: int,
+               device: str = "cpu") -> dict:
     train, val = data()
     torch.manual_seed(0)
     model = build_model(ModelSpec(task="regression", hidden=[16, 16]), FEATURES, 1)
     config = TrainingSpec(
         epochs=3, batch_size=batch_size, accumulate_grad_batches=accumulate, strategy=strategy,
-        device="cpu", optimizer={"name": "adamw", "lr": 0.01}, log_every_n_steps=1,
+        device=device, optimizer={"name": "adamw", "lr": 0.01}, log_every_n_steps=1,
         progress="off", schedule={"name": "cosine", "warmup_steps": 2},
         clip={"mode": "norm", "max": clip} if clip else None,
     )
@@ -70,7 +74,7 @@ def train_case(strategy: str, accumulate: int, clip: float | None, batch_size: i
 VAL_ROWS = 65  # odd: the second rank's share is padded with the first row
 
 
-def validation_case(strategy: str) -> dict:
+def validation_case(strategy: str, device: str = "cpu") -> dict:
     """A binary classifier validated each epoch on `VAL_ROWS` rows: the val metrics rank 0
     logged, and how many rows this process scored in eval mode. The learning rate is too
     small to move a float32 weight, so every strategy validates the very same weights and any
@@ -87,7 +91,7 @@ def validation_case(strategy: str) -> dict:
             scored[0] += len(args[0])
 
     model.register_forward_hook(count_rows)
-    config = TrainingSpec(epochs=2, batch_size=32, strategy=strategy, device="cpu",
+    config = TrainingSpec(epochs=2, batch_size=32, strategy=strategy, device=device,
                           optimizer={"name": "adamw", "lr": 1e-12}, progress="off")
     recorder = Recorder()
     Trainer(model, (x[:128], y[:128]), (x[128:], y[128:]), config, task="binary",
@@ -96,22 +100,23 @@ def validation_case(strategy: str) -> dict:
             "scored_rows": scored[0]}
 
 
-def collectives() -> dict:
+def collectives(device: str) -> dict:
     """The strategy's own collectives, in the group the trainers joined."""
-    strategy = make_strategy("ddp", "cpu")
-    mean = strategy.reduce_mean(torch.tensor([float(strategy.rank)])).item()
+    strategy = make_strategy("ddp", device)
+    mean = strategy.reduce_mean(torch.tensor([float(strategy.rank)],
+                                             device=strategy.device)).item()
     strategy.barrier()
     return {"mean_of_ranks": mean, "world_size": strategy.world_size}
 
 
-def main(out: str) -> None:
-    with process_group("cpu"):  # this script is the workers' entry point
-        results = {name: train_case(*case, BATCH_PER_RANK) for name, case in CASES.items()
-                   if case[0] != "fsdp" or FSDP2}
-        results["collectives"] = collectives()
+def main(out: str, device: str = "cpu") -> None:
+    with process_group(device):  # this script is the workers' entry point
+        results = {name: train_case(*case, BATCH_PER_RANK, device=device)
+                   for name, case in CASES.items() if case[0] != "fsdp" or FSDP2}
+        results["collectives"] = collectives(device)
         results["validation"] = {}
         for strategy in ("ddp", "fsdp") if FSDP2 else ("ddp",):
-            case = validation_case(strategy)
+            case = validation_case(strategy, device)
             scored: list[int] = [0] * torch.distributed.get_world_size()
             torch.distributed.all_gather_object(scored, case["scored_rows"])
             results["validation"][strategy] = {**case, "scored_rows": scored}
@@ -122,4 +127,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

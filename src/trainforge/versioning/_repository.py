@@ -321,11 +321,12 @@ def _measure(file: SourceFileInfo, uploads: _Uploads) -> tuple[
     """(stat before, sha256, rows, stat after) of a file, its object staged if the store lacks
     it; the stats None for a remote file. A small local CSV file is read once for all three."""
     local = "://" not in file.path
-    before = stat_key(file.path) if local else None
+    before = file.stat  # as listed: a change since the listing is a change, too
     rows: int | None = None
     data: bytes | None = None
     if local and file.format == "csv" and file.compression is None and file.size <= _CHUNK:
-        data = Path(file.path).read_bytes()
+        with open(file.path, "rb") as handle:
+            data = handle.read()
         sha256 = hashlib.sha256(data).hexdigest()
         rows = csv_rows_without_parsing(data)
     else:

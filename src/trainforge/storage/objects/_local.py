@@ -22,6 +22,8 @@ from typing import BinaryIO
 
 from trainforge.storage.objects._base import Chunk, GuardedObjectStore
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+
 
 class LocalObjectStore(GuardedObjectStore):
     """A local folder (created on the first write)."""
@@ -67,10 +69,13 @@ class LocalObjectStore(GuardedObjectStore):
                    fsync: bool) -> tuple[Path, Path]:
         """(the temporary file holding `chunks`, the object's path); nothing left on error."""
         target = self._path(key)
-        _make_dirs(target.parent)
         tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
         # Not mkstemp: its 0600 would keep teammates from reading models and checkpoints.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            fd = os.open(tmp, _CREATE, 0o666)
+        except FileNotFoundError:  # its folder is new (asked only then: one stat less a write)
+            _make_dirs(target.parent)
+            fd = os.open(tmp, _CREATE, 0o666)
         try:
             with os.fdopen(fd, "wb") as out:
                 for chunk in chunks:
