@@ -7,9 +7,11 @@ tests), to spend the time on the launches.
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from home import home_store
 from typer.testing import CliRunner
 
 from trainforge.cli import app
+from trainforge.config import Settings
 from trainforge.entities import RunStatus
 from trainforge.errors import Conflict, SpecError
 from trainforge.evaluate import EvalReport
@@ -24,6 +27,7 @@ from trainforge.pipeline import Launch, PipelineServices, launch_pipeline, plan_
 from trainforge.pipeline._distributed import job_run_id
 from trainforge.pipeline._run import run_tracked
 from trainforge.registry import GateResult
+from trainforge.train.checkpoint import CheckpointManager
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 
@@ -79,9 +83,7 @@ NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
     ([*NODE, "--rdzv-id", "job-1"], "--nnodes > 1 needs --rdzv-endpoint"),
     ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500"], "--nnodes > 1 needs --rdzv-id"),
     ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500", "--rdzv-id", "job-1", "--resume", "0" * 32],
-     "--resume needs --nnodes 1"),
-    ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500", "--rdzv-id", "job-1",
-      "training.checkpoint.resume=auto"], "training.checkpoint.resume: 'auto' needs --nnodes 1"),
+     "there is no such run to resume"),
 ])
 def test_launch_flags_are_checked_before_any_run(fraud_project, flags, message):
     result = CliRunner().invoke(app, ["run", str(fraud_project / "pipeline.yaml"), *flags])
@@ -133,6 +135,39 @@ def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
         launcher(join)
 
 
+@pytest.mark.parametrize("how", ["--resume", "auto"])
+def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_join(
+    fraud_project, how
+):
+    """Two launchers in one process resume a stopped run: the second starts while the first's
+    workers run, and joins the run instead of refusing it as live."""
+    plan = plan_pipeline(fraud_project / "pipeline.yaml",
+                         ["training.checkpoint.resume=auto"] if how == "auto" else [])
+    store = home_store()
+    stopped = run_tracked(plan, PipelineServices.open(), execute=lambda handle: RANK0_VALUES)
+    run_id = stopped.run.run_id
+    store.end_run(run_id, RunStatus.FAILED, error="node lost")
+    location = store.get_run(run_id).system["checkpoint"]["location"]
+    with CheckpointManager(location, run_id=run_id) as checkpoints:  # what `auto` looks for
+        checkpoints.save(10, {"step": 10}, blocking=True)
+    job = "127.0.0.1:29500/job-2"
+    joined: list = []
+
+    def launcher(execute):
+        return run_tracked(plan, PipelineServices.open(), execute=execute, job=job,
+                           resume=run_id if how == "--resume" else None, run_id="b" * 32)
+
+    def first(handle):
+        assert store.get_run(handle.run_id).system["job"] == job
+        joined.append(launcher(lambda handle: None))  # this node did not run rank 0
+        return RANK0_VALUES
+
+    reporter = launcher(first)
+    assert reporter.run.run_id == run_id and joined == [None]
+    [run] = store.list_runs().items
+    assert run.status is RunStatus.COMPLETED and run.error is None
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -161,3 +196,59 @@ def test_two_nodes_make_one_run_reported_by_the_node_of_rank0(fraud_project):
     assert (run.tags["trainer"]["world_size"], run.tags["distributed"]["nnodes"]) == (2, 2)
     assert run.metrics["test_roc_auc"] > 0.7
     assert store.get_metric_history(run.run_id, "train_loss").items
+
+
+EXIT_PREEMPTED = 75
+RESUMABLE = ["training.strategy=ddp", "training.epochs=3", "training.deterministic=true",
+             "training.checkpoint.every_n_steps=10"]  # 2 x 512 rows a step: 17 steps an epoch
+
+
+def start_nodes(spec: str, endpoint: str, *flags: str) -> list[subprocess.Popen]:
+    """The launchers of a two-node job (one worker each), as two processes on this machine."""
+    command = [TRAINFORGE, "run", spec, *RESUMABLE, "--nnodes", "2", "--nproc-per-node", "1",
+               "--rdzv-endpoint", endpoint, *flags]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env) for _ in range(2)]
+
+
+@pytest.mark.slow
+def test_two_launchers_resume_a_preempted_multi_node_run_from_its_checkpoint(fraud_project):
+    spec = str(fraud_project / "pipeline.yaml")
+    store = home_store()  # created and migrated before the launchers share it
+    endpoint = f"127.0.0.1:{free_port()}"
+    run_id = job_run_id("fraud", Launch(1, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="job-1"))
+    nodes = start_nodes(spec, endpoint, "--rdzv-id", "job-1")
+    checkpoint = Path(Settings.from_env().artifact_root) / run_id / "checkpoints" / \
+        "step-0000000020" / "MANIFEST.json"
+    deadline = time.monotonic() + 240
+    while not checkpoint.exists():
+        assert all(node.poll() is None for node in nodes), [n.communicate() for n in nodes]
+        assert time.monotonic() < deadline, "no checkpoint of step 20 within 240 s"
+        time.sleep(0.05)
+    for node in nodes:
+        node.send_signal(signal.SIGTERM)
+    stopped = [node.communicate(timeout=120) for node in nodes]
+    assert [node.returncode for node in nodes] == [EXIT_PREEMPTED] * 2, stopped[0][1][-3000:]
+    hint = stopped[0][1].split("continue it with: ", 1)[1].splitlines()[0]
+    assert f"--nnodes 2 --rdzv-endpoint {endpoint} --rdzv-id job-1 --resume {run_id}" in hint
+    run = store.get_run(run_id)
+    assert run.status is RunStatus.PREEMPTED
+    preempted_at = int(run.error.split("after step ")[1].split()[0])
+    assert preempted_at >= 20
+
+    resumed_at = time.time()
+    nodes = start_nodes(spec, f"127.0.0.1:{free_port()}", "--rdzv-id", "job-2",
+                        "--resume", run_id, "--json")
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    for node, (_, err) in zip(nodes, outputs):
+        assert node.returncode == 0, err[-3000:]
+    [summary] = [json.loads(out) for out, _ in outputs if out.strip()]  # rank 0's node reports
+    run = store.get_run(run_id)
+    assert summary["run_id"] == run_id and run.status is RunStatus.COMPLETED
+    assert [r.run_id for r in store.list_runs().items] == [run_id]
+    assert run.tags["trainer"]["world_size"] == 2 and run.system["job"].endswith("/job-2")
+    points = store.get_metric_history(run_id, "train_loss").items
+    assert [p.step for p in points] == list(range(1, 52))  # every step once
+    # the steps up to the checkpoint are the first attempt's; training went on from there
+    assert all((p.timestamp < resumed_at) == (p.step <= preempted_at) for p in points)

@@ -57,6 +57,22 @@ def test_reopen_run_makes_an_ended_run_running_again(runs: RunStore, run_id: str
     assert runs.get_run(run_id) == reopened
 
 
+def test_the_launchers_of_a_job_reopen_a_run_once_and_another_job_conflicts(
+        runs: RunStore, run_id: str) -> None:
+    runs.end_run(run_id, RunStatus.FAILED, error="node lost")
+    first = runs.reopen_run(run_id, job="node0:29500/job-2")
+    assert (first.status, first.error, first.system["job"]) == (
+        RunStatus.RUNNING, None, "node0:29500/job-2")
+    runs.heartbeat(run_id)
+    joined = runs.reopen_run(run_id, job="node0:29500/job-2")
+    assert joined.heartbeat_at == runs.get_run(run_id).heartbeat_at  # as it was: not reopened
+    assert joined.system == first.system
+    with pytest.raises(Conflict, match=r"running for another job \(node0:29500/job-2\)"):
+        runs.reopen_run(run_id, job="node0:29500/job-3")
+    runs.end_run(run_id, RunStatus.PREEMPTED)
+    assert runs.reopen_run(run_id, job="node0:29500/job-3").system["job"] == "node0:29500/job-3"
+
+
 def test_create_run_with_a_taken_id_conflicts(store: Store) -> None:
     run = new_run(store, run_id="my-run")
     assert run.run_id == "my-run"

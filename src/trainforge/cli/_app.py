@@ -121,6 +121,19 @@ def _print_step(event: StepEvent) -> None:
         logging.getLogger("trainforge").info("step %-9s failed", event.step)
 
 
+def _launch_flags(nproc_per_node: int | None, nnodes: int, rdzv_endpoint: str | None,
+                  rdzv_id: str | None, max_restarts: int) -> list[str]:
+    """The launch flags of `run` as given (a resume hint repeats them: on every node, with a
+    multi-node job)."""
+    if nproc_per_node is None:
+        return []
+    flags = ["--nproc-per-node", str(nproc_per_node)]
+    if nnodes > 1:
+        flags += ["--nnodes", str(nnodes), "--rdzv-endpoint", str(rdzv_endpoint),
+                  "--rdzv-id", str(rdzv_id)]
+    return flags + (["--max-restarts", str(max_restarts)] if max_restarts else [])
+
+
 @app.command()
 def run(
     spec: str,
@@ -162,6 +175,7 @@ def run(
         _render.fail(str(exc), 2)
     except RunPreempted as exc:
         again = ["trainforge", "run", spec, *(redact_argument(o) for o in overrides or []),
+                 *_launch_flags(nproc_per_node, nnodes, rdzv_endpoint, rdzv_id, max_restarts),
                  "--resume", exc.run_id]
         _render.fail(f"{exc}\ncontinue it with: {shlex.join(again)}", EXIT_PREEMPTED)
     except RunFailed as exc:

@@ -12,7 +12,10 @@ settings of the environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`,
 `TRAINFORGE_ARTIFACTS`); rank 0 hands its results back in
 the JSON file named by `TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs a launcher
 with the same `--rdzv-endpoint` and `--rdzv-id`, from which each derives the job's run id
-(`job_run_id`): the first launcher creates the run, the others join it. The launcher whose node
+(`job_run_id`): the first launcher creates the run, the others join it. Given `--resume RUN_ID`
+(or `training.checkpoint.resume: auto`), every launcher names the same run to continue: the
+first reopens it for the job (`job_key`), the others join it, and the workers continue from
+its newest checkpoint. The launcher whose node
 ran global rank 0 (it finds the result file) ends the run; the others only close their handle,
 or end it failed when a worker of their node failed.
 """
@@ -96,14 +99,22 @@ def launch_pipeline(
     plan = plan_pipeline(path, overrides)
     _check_launch(plan.spec, launch, str(path), resume)
     execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
-    run_id = job_run_id(plan.spec.name, launch) if launch.nnodes > 1 else None
+    multi_node = launch.nnodes > 1
     return run_tracked(plan, PipelineServices.open(settings), execute=execute, resume=resume,
-                       allow_neutral_changes=allow_neutral_changes, run_id=run_id)
+                       allow_neutral_changes=allow_neutral_changes,
+                       run_id=job_run_id(plan.spec.name, launch) if multi_node else None,
+                       job=job_key(launch) if multi_node else None)
+
+
+def job_key(launch: Launch) -> str:
+    """What names a multi-node job on every node: its rendezvous endpoint and id."""
+    return f"{launch.rdzv_endpoint}/{launch.rdzv_id}"
 
 
 def job_run_id(pipeline: str, launch: Launch) -> str:
-    """The run id of a multi-node job: the same on every node, from what all nodes are given."""
-    return uuid.uuid5(JOB_NAMESPACE, f"{pipeline}/{launch.rdzv_endpoint}/{launch.rdzv_id}").hex
+    """The run id of a new multi-node job: the same on every node, from what all nodes are
+    given."""
+    return uuid.uuid5(JOB_NAMESPACE, f"{pipeline}/{job_key(launch)}").hex
 
 
 def _check_launch(spec: Any, launch: Launch, source: str, resume: str | None) -> None:
@@ -115,12 +126,6 @@ def _check_launch(spec: Any, launch: Launch, source: str, resume: str | None) ->
     if launch.nnodes > 1 and not launch.rdzv_id:
         problems.append("--nnodes > 1 needs --rdzv-id ID (the same on every node, new for "
                         "each job: it names the job's run)")
-    if launch.nnodes > 1 and resume:
-        problems.append("--resume needs --nnodes 1 (a multi-node job's run is the one its "
-                        "--rdzv-id names)")
-    if launch.nnodes > 1 and spec.training.checkpoint.resume == "auto":
-        problems.append("training.checkpoint.resume: 'auto' needs --nnodes 1 (a multi-node "
-                        "job's run is the one its --rdzv-id names)")
     if launch.world_size > 1 and spec.training.strategy == "single":
         problems.append(f"training.strategy: 'single' cannot use {launch.world_size} processes; "
                         "set training.strategy=ddp or training.strategy=fsdp")

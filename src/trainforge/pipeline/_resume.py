@@ -8,7 +8,11 @@
   request and recorded on the run; any other change is refused, listing each one;
 - `training.checkpoint.resume: auto` continues the newest such run of the same pipeline with
   the same `spec_hash` (what it trains, see `_plan`) that has a valid checkpoint, else starts a
-  new run; its changes are neutral by that match, and recorded too.
+  new run; its changes are neutral by that match, and recorded too;
+- a multi-node job (`--nnodes` > 1) runs a launcher per node, each given the same resume
+  (`--resume RUN_ID` or `auto`) and the same rendezvous, whose endpoint and id are the job's
+  key: the first launcher reopens the run and records the key (`system.job`), the others find
+  the run running for that key and join it instead of refusing it as live.
 
 What this reads back lives in the run's `system` namespace, written when the run is opened:
 `process` (host, pid) and `checkpoint` (location, policy). A run's checkpoints are
@@ -122,11 +126,22 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
     return (now - beat).total_seconds() < STALE_HEARTBEAT_S
 
 
+def runs_for_job(run: Run, job: str) -> bool:
+    """Whether `run` is running for the multi-node job `job` (another of its launchers
+    opened it)."""
+    return run.status is RunStatus.RUNNING and run.system.get("job") == job
+
+
 def find_resumable(store: RunStore, experiment_id: str, spec: PipelineSpec,
-                   spec_hash: str) -> Run | None:
-    """The newest unfinished, abandoned run of this pipeline and spec hash with a checkpoint."""
+                   spec_hash: str, job: str | None = None) -> Run | None:
+    """The newest unfinished, abandoned run of this pipeline and spec hash with a checkpoint;
+    with `job`, first any such run another launcher of that job has opened already."""
     candidates = store.list_runs(experiment_id, limit=CANDIDATES, pipeline_id=spec.name,
                                  spec_hash=spec_hash)
+    if job is not None:
+        for run in candidates.items:
+            if runs_for_job(run, job):
+                return run
     for run in candidates.items:
         if run.status is RunStatus.COMPLETED or is_alive(run):
             continue

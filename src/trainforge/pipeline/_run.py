@@ -46,6 +46,7 @@ from trainforge.pipeline._resume import (
     checkpoint_record,
     find_resumable,
     process_record,
+    runs_for_job,
 )
 from trainforge.registry import GateResult
 from trainforge.storage import Store
@@ -141,12 +142,16 @@ def run_tracked(
     allow_neutral_changes: bool = False,
     execute: Execute | None = None,
     run_id: str | None = None,
+    job: str | None = None,
 ) -> PipelineResult | None:
     """`run_pipeline` over a plan, with what the launchers of a multi-node job add.
 
-    `run_id` names the run: the first process to start it creates it, the others join it while
-    it runs (`Conflict` once it has ended); no run is resumed. `execute` may return None: another
-    process reports the run and ends it, so this one only closes its handle and returns None.
+    `run_id` names a new run: the first process to start it creates it, the others join it
+    while it runs (`Conflict` once it has ended). `job` is the multi-node job's key, the same in
+    every launcher: a run to resume (`resume`, or `resume: auto`'s choice) is reopened by the
+    first launcher and joined by the others (`RunStore.reopen_run`), and a new run records it.
+    `execute` may return None: another process reports the run and ends it, so this one only
+    closes its handle and returns None.
     """
     preemption = plan.preemption_notice()
     dag = plan.dag(services.store, callbacks, preemption, services.data(),
@@ -154,10 +159,9 @@ def run_tracked(
     services.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )
-    resumed = (_run_to_resume(plan, services, resume, allow_neutral_changes)
-               if run_id is None else None)
+    resumed = _run_to_resume(plan, services, resume, allow_neutral_changes, job)
     started = time.perf_counter()
-    handle = _open_run(plan, services, parent, resumed, run_id)
+    handle = _open_run(plan, services, parent, resumed, run_id, job)
     with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
@@ -198,20 +202,23 @@ class _Resumption:
 
 
 def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str | None,
-                   allow_neutral_changes: bool) -> _Resumption | None:
-    """The run to continue (checked), or None for a new run."""
+                   allow_neutral_changes: bool, job: str | None) -> _Resumption | None:
+    """The run to continue (checked), or None for a new run. A run that another launcher of
+    the same job (`job`) has reopened is this launcher's to join: not refused as running."""
     if resume is not None:
         try:
             run = services.store.get_run(resume)
         except NotFound as exc:
             raise ResumeRefused(f"{exc}: there is no such run to resume") from exc
-        check_resumable(run, plan.spec)
+        if job is None or not runs_for_job(run, job):
+            check_resumable(run, plan.spec)
         changes = check_same_spec(run, plan.spec, allow_neutral=allow_neutral_changes)
         return _Resumption(resume, changes)
     if plan.spec.training.checkpoint.resume != "auto":
         return None
     experiment = services.store.get_or_create_experiment(plan.spec.experiment_name)
-    found = find_resumable(services.store, experiment.experiment_id, plan.spec, plan.spec_hash)
+    found = find_resumable(services.store, experiment.experiment_id, plan.spec, plan.spec_hash,
+                           job)
     if found is None:
         return None
     log.info("resume: auto continues run %s (%s)", found.run_id, found.status.value)
@@ -219,7 +226,7 @@ def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str |
 
 
 def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle | str | None,
-              resumed: _Resumption | None, run_id: str | None) -> RunHandle:
+              resumed: _Resumption | None, run_id: str | None, job: str | None) -> RunHandle:
     """The run this process records to: resumed, joined (`run_id` taken) or new."""
     spec = plan.spec
     common: dict[str, Any] = {
@@ -228,12 +235,13 @@ def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle 
         else None,
     }
     if resumed is not None:
-        return start_run(spec.experiment_name, resume=resumed.run_id, **common)
+        return start_run(spec.experiment_name, resume=resumed.run_id, job=job, **common)
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
                                    services.artifacts.run_uri(new_id))
     system = {**plan.system_record(), **process_record(),
-              **checkpoint_record(spec.training.checkpoint, location)}
+              **checkpoint_record(spec.training.checkpoint, location),
+              **({"job": job} if job is not None else {})}
     try:
         return start_run(spec.experiment_name, spec.model_dump(mode="json"), parent,
                          run_id=new_id, pipeline_id=spec.name, system=system,

@@ -131,7 +131,10 @@ class RunStore(Protocol):
     - `set_data_version` links a stored data version (`NotFound` for a missing one);
     - `end_run` sets status, error and end time (now by default), overwriting an earlier
       end (a replayed end record lands the same); `reopen_run` makes a run RUNNING again (no
-      end, no error, heartbeat now), whatever its status;
+      end, no error, heartbeat now), whatever its status; with `job` (the key of a multi-node
+      job, whose launchers all reopen the run) it does so under the run's lock and records
+      `system["job"] = job`, and a run already RUNNING for that same job is returned as it is
+      (a later launcher joins), while one RUNNING for another job is a `Conflict`;
     - `heartbeat` sets the heartbeat to now and adds `device_hours` (>= 0, else `ValueError`);
       a CRASHED run that beats is alive after all and becomes RUNNING again;
     - `mark_crashed` ends as CRASHED every RUNNING run not seen since `heartbeat_before` (its
@@ -205,7 +208,7 @@ class RunStore(Protocol):
         ended_at: datetime | None = None,
     ) -> Run: ...
 
-    def reopen_run(self, run_id: str) -> Run: ...
+    def reopen_run(self, run_id: str, job: str | None = None) -> Run: ...
 
     def heartbeat(self, run_id: str, device_hours: float = 0.0) -> None: ...
 

@@ -330,10 +330,19 @@ class SqlStore:
             row.ended_at = as_utc(ended_at) if ended_at is not None else utcnow()
             return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
 
-    def reopen_run(self, run_id: str) -> Run:
-        """Make an ended run RUNNING again (a resume): no end time, no error, heartbeat now."""
+    def reopen_run(self, run_id: str, job: str | None = None) -> Run:
+        """Make an ended run RUNNING again (a resume): no end time, no error, heartbeat now;
+        with `job`, once per multi-node job (the contract's rules)."""
         with self._write() as session:
             row = _get(session, RunRow, run_id, "run", lock=True)
+            if job is not None and row.status == RunStatus.RUNNING.value:
+                running_for = (row.system or {}).get("job")
+                if running_for != job:
+                    raise Conflict(f"run {run_id!r} is running for another job "
+                                   f"({running_for or 'a single launcher'}), not {job!r}")
+                return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])
+            if job is not None:
+                row.system = {**(row.system or {}), "job": job}
             row.status, row.ended_at, row.error = RunStatus.RUNNING.value, None, None
             row.heartbeat_at = utcnow()
             return to_run(row, sql_metrics.latest_values(session, [run_id])[run_id])

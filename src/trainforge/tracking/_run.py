@@ -301,6 +301,7 @@ def start_run(
     *,
     settings: Settings | None = None,
     resume: str | None = None,
+    job: str | None = None,
     run_id: str | None = None,
     pipeline_id: str | None = None,
     system: dict[str, Any] | None = None,
@@ -321,9 +322,10 @@ def start_run(
     packages and machine. Spill files
     that earlier runs left are replayed in the background. `resume` reopens that stored run
     (status `running` again; params, metrics and device-hours carry on) instead of creating
-    one. `run_id` names a new run (`Conflict` if a run has it; a random id by default). Use it as
-    `with start_run(...) as run:`; without `with`, call `run.end()` (at interpreter exit an open
-    run ends `completed`).
+    one; with `job` (a multi-node job's key) the first launcher of the job reopens it and the
+    others get it as it runs (`RunStore.reopen_run`). `run_id` names a new run (`Conflict` if
+    a run has it; a random id by default). Use it as `with start_run(...) as run:`; without
+    `with`, call `run.end()` (at interpreter exit an open run ends `completed`).
     """
     settings = settings or Settings.from_env()
     store = store if store is not None else default_store(settings)
@@ -333,7 +335,7 @@ def start_run(
                      name="trainforge-replay").start()
     experiment_id = store.get_or_create_experiment(experiment).experiment_id
     if resume is not None:
-        run = _reopen(store, resume, experiment_id, experiment, settings.spill_dir)
+        run = _reopen(store, resume, experiment_id, experiment, settings.spill_dir, job)
     else:
         identity = _RunIdentity(run_id, pipeline_id, system, spec_hash)
         run = _create(store, artifacts, experiment_id, params, parent, tags, identity, code_dir)
@@ -376,13 +378,13 @@ def _create(
 
 
 def _reopen(store: Store, run_id: str, experiment_id: str, experiment: str,
-            spill_dir: Path) -> Run:
+            spill_dir: Path, job: str | None) -> Run:
     """Reopen a stored run, after replaying what its last attempt left in its spill file (an
     `end` record replayed later would end the resumed run)."""
     if store.get_run(run_id).experiment_id != experiment_id:
         raise Conflict(f"run {run_id!r} to resume is not in experiment {experiment!r}")
     SpillFile(spill_dir / f"{run_id}.jsonl").replay(partial(apply_record, store, run_id))
-    return store.reopen_run(run_id)
+    return store.reopen_run(run_id, job)
 
 
 def _replay_quietly(store: Store, spill_dir: Path) -> None:
