@@ -9,12 +9,13 @@ Rules:
 - `snapshot` lists the source (any `ingest` source: folder, glob, `s3://`), hashes each file
   (an unchanged local file is read once: `HashCache`), counts its rows, uploads the objects
   the store lacks (a renamed or moved file is not uploaded again; files are read, hashed and
-  uploaded by `IO_THREADS` threads (one per core when source and store are local), a small
-  file from a single read, the objects written as
-  one batch of the object store), then writes the manifest (unless the store holds it: its key is
-  its content's id), then records the version in the database and moves `NAME@latest`. An
-  upload streams the file and checks its hash at the end: a file rewritten since it was
-  hashed fails the snapshot, and the object is never published. A snapshot killed at any
+  uploaded by `IO_THREADS` threads, one per core when source and store are local, a small
+  file from a single read, the objects written as one batch of the object store), then
+  writes the manifest (unless the store holds it: its key is its content's id), then
+  records the version in the database and moves `NAME@latest`. An object is the very bytes
+  that were hashed, or, streamed from its file again (a large or remote one), checked against
+  the hash at the end: a file rewritten since it was hashed fails the snapshot, and the
+  object is never published. A snapshot killed at any
   point leaves every earlier version whole: objects are written atomically and a version
   exists only once its manifest does.
 - A reference (`resolve`) is a full id, a unique id prefix of 6 or more characters, `NAME`

@@ -35,16 +35,17 @@ from __future__ import annotations
 import functools
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 from trainforge.errors import ObjectNotFound, ObjectStoreError
 
 Chunk = bytes | bytearray | memoryview
 Source = Chunk | Iterable[Chunk] | BinaryIO
 READ_CHUNK_BYTES = 1 << 20
+_Stored = TypeVar("_Stored")
 _EXPECTED = (
     "expected a relative path of non-empty segments separated by '/', none starting with '.', "
     "without '\\' or NUL"
@@ -133,14 +134,7 @@ class GuardedObjectStore(ABC):
         `data` is bytes, an iterable of bytes-like chunks (read once, in order) or a binary file
         object (read to its end from where it stands; the caller closes it).
         """
-        check_key(key)
-        source = _Source(data)
-        try:
-            self._write(key, iter(source))
-        except OSError as exc:
-            if exc is source.error:
-                raise
-            raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
+        self._storing(key, data, self._write)
 
     @contextmanager
     def batch(self) -> Iterator[ObjectBatch]:
@@ -150,8 +144,9 @@ class GuardedObjectStore(ABC):
         staging = _Staging(self)
         try:
             yield staging
-            with self._failures("", "write"):
-                self._commit(staging.staged)
+            if staging.staged:  # nothing new: no file-system flush
+                with self._failures("", "write"):
+                    self._commit(staging.staged)
         except BaseException:
             self._discard(staging.staged)  # those published are gone from their staged names
             raise
@@ -205,6 +200,19 @@ class GuardedObjectStore(ABC):
         store is not a local folder. Readers may use it for fast paths such as mmap."""
         check_key(key, prefix=True)
         return self._local_path(key)
+
+    def _storing(self, key: str, data: Source,
+                 hook: Callable[[str, Iterator[Chunk]], _Stored]) -> _Stored:
+        """`hook(key, chunks of data)` (`_write` or `_stage`) for a checked key: an error of
+        `data` itself propagates as it is, a failure of storage is `ObjectStoreError`."""
+        check_key(key)
+        source = _Source(data)
+        try:
+            return hook(key, iter(source))
+        except OSError as exc:
+            if exc is source.error:
+                raise
+            raise ObjectStoreError(self.uri_of(key), f"cannot write: {exc}") from exc
 
     @contextmanager
     def _failures(self, key: str, doing: str) -> Iterator[None]:
@@ -275,14 +283,7 @@ class _Staging:
         self.staged: list[Any] = []
 
     def write(self, key: str, data: Source) -> None:
-        check_key(key)
-        source = _Source(data)
-        try:
-            staged = self._store._stage(key, iter(source))
-        except OSError as exc:
-            if exc is source.error:
-                raise
-            raise ObjectStoreError(self._store.uri_of(key), f"cannot write: {exc}") from exc
+        staged = self._store._storing(key, data, self._store._stage)
         with self._lock:
             self.staged.append(staged)
 
