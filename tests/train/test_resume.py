@@ -65,7 +65,8 @@ def test_state_dict_has_the_checkpoint_layout():
     trainer.fit()
     state = trainer.state_dict()
     assert set(state) == {"model", "optimizer", "scheduler", "scaler", "rng", "data", "trainer"}
-    assert state["data"] == {"epoch": 1, "batch": 0, "seed": 0}
+    assert state["data"] == {"epoch": 1, "batch": 0, "seed": 0, "batch_size": 32,
+                             "accumulate": 1, "world_size": 1}
     assert state["trainer"]["global_step"] == 10 and "best_metric" in state["trainer"]
     assert {"python", "numpy", "torch"} <= set(state["rng"])
 

@@ -352,6 +352,10 @@ class CheckpointSpec(_FsspecOptions):
     monitor: str | None = Field(None, description="metric that ranks checkpoints for keep_best")
     mode: Literal["min", "max"] = "min"
     async_save: bool = True
+    sharded: bool = Field(
+        True, description="FSDP: each process writes its own shards (torch.distributed."
+        "checkpoint), loadable at another world size; false: the full state gathered to rank 0"
+    )
     resume: Literal["never", "auto"] = Field(
         "never", description="auto: continue the newest unfinished run of the same spec that "
         "has a checkpoint, instead of starting a new run"

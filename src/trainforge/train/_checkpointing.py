@@ -18,9 +18,15 @@ Contracts:
   (flushed first), and a resumed run deletes the points after s before logging any; so the
   run's series has every step once;
 - under DDP/FSDP all ranks take the same decisions (step rules are the same everywhere; the
-  clock rule and preemption are agreed by one all-reduce per step) and build the state
-  together (FSDP gathers it); only rank 0 writes. Every rank reads the checkpoint to resume,
-  so with several nodes the location must be shared storage (s3:// or a shared folder).
+  clock rule and preemption are agreed by one all-reduce per step). DDP: rank 0 writes the
+  state. FSDP (`checkpoint.sharded`, the default): each rank writes its own shards and rank 0
+  the rest (`CheckpointManager.save_sharded`), over a gloo group kept for checkpoints; with
+  `sharded: false` the full state is gathered to rank 0, which writes it. Every rank reads the
+  checkpoint to resume, so with several nodes the location must be shared storage (s3:// or a
+  shared folder);
+- a resume at another world size (a sharded checkpoint is resharded as it is read, a full one
+  is read whole) keeps the saved global batch and the epoch's unseen rows
+  (`Trainer.load_progress_state`).
 """
 
 from __future__ import annotations
@@ -31,13 +37,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+import torch.distributed as dist
 
 from trainforge.config import CheckpointSpec
-from trainforge.errors import Preempted
+from trainforge.errors import Preempted, TrainingError
 from trainforge.train._callbacks import Callback
 from trainforge.train._preemption import PreemptionNotice
 from trainforge.train._sinks import CheckpointSink
-from trainforge.train._strategy import Strategy
+from trainforge.train._strategy import FSDPStrategy, Strategy
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager, is_due
 
 if TYPE_CHECKING:
@@ -78,6 +85,11 @@ class Checkpointing(Callback):
         self._started = time.monotonic()
         self._epoch_batches = 0
         self._prepared = False
+        self._fsdp = (strategy if self.manager is not None and policy.sharded
+                      and isinstance(strategy, FSDPStrategy) else None)
+        # Every rank makes the group here, together: the background saves' collectives run
+        # on it, never interleaved with training's on the default group.
+        self._group = dist.new_group(backend="gloo") if self._fsdp is not None else None
 
     def on_fit_start(self, trainer: Trainer) -> None:
         if self.resume:
@@ -131,7 +143,7 @@ class Checkpointing(Callback):
         save's CPU buffer ready in the background, sized from the local (for FSDP, sharded)
         model and optimizer states plus headroom for the rest, so no collective runs here."""
         self._prepared = True
-        if self.manager is not None and self.strategy.is_rank_zero:
+        if self.manager is not None and self.strategy.is_rank_zero and self._fsdp is None:
             self.manager.prepare({"model": trainer.module.state_dict(),
                                   "optimizer": trainer.optimizer.state_dict()},
                                  headroom=PREPARE_HEADROOM)
@@ -140,6 +152,13 @@ class Checkpointing(Callback):
         assert self.manager is not None
         if self.sink is not None:
             self.sink.flush()  # the points up to `step` are stored before the checkpoint commits
+        if self._fsdp is not None and self._group is not None:
+            shards = self._fsdp.sharded_state(trainer.module, trainer.optimizer)
+            self.manager.save_sharded(step, shards, trainer.progress_state(), self._group,
+                                      epoch=trainer.state.epoch, metrics=trainer.step_metrics,
+                                      blocking=blocking)
+            self._last_step, self._last_elapsed = step, elapsed
+            return
         state = trainer.state_dict()  # on every rank: FSDP gathers the full state
         if self.strategy.is_rank_zero:
             self.manager.save(step, state, epoch=trainer.state.epoch,
@@ -157,9 +176,22 @@ class Checkpointing(Callback):
         """Continue from the newest valid checkpoint, if there is one; drop the run's metric
         points after its step (all of them when there is none: training starts over)."""
         info = None
-        if self.manager is not None and self.manager.latest() is not None:
+        latest = self.manager.latest() if self.manager is not None else None
+        if self.manager is not None and latest is not None and latest.sharded_by is not None:
+            if self._fsdp is None or self._group is None:
+                raise TrainingError(
+                    f"{latest.uri}: a sharded checkpoint (FSDP over {latest.sharded_by} "
+                    "processes); resume it with training.strategy: fsdp and "
+                    f"checkpoint.sharded: true (this is {self.strategy.name!r}, sharded: "
+                    f"{str(self.policy.sharded).lower()})")
+            shards = self._fsdp.sharded_state(trainer.module, trainer.optimizer)
+            rest, info = self.manager.load_sharded(shards, self._group)
+            self._fsdp.load_sharded_state(trainer.module, trainer.optimizer, shards)
+            trainer.load_progress_state(rest)
+        elif self.manager is not None and latest is not None:
             state, info = self.manager.load()
             trainer.load_state_dict(state)
+        if info is not None:
             self.resumed_from = info
             self._last_step = info.step
             log.info("resumed from the checkpoint of step %d (%s)", info.step, info.uri)

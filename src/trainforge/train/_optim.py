@@ -111,9 +111,13 @@ class LRSchedule:
             group["lr"] = base * lr_factor(self.spec, self.steps, self.total_steps, base)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"steps": self.steps, "base_lrs": list(self.base_lrs), "last_lr": self.last_lr}
+        return {"steps": self.steps, "base_lrs": list(self.base_lrs), "last_lr": self.last_lr,
+                "total_steps": self.total_steps}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue the saved schedule, over the saved total steps (a job resumed at another
+        world size may count its epochs' steps differently at their ends)."""
+        self.total_steps = int(state.get("total_steps", self.total_steps))
         self.steps = int(state["steps"])
         self.base_lrs = [float(lr) for lr in state["base_lrs"]]
         self.last_lr = float(state["last_lr"])

@@ -311,6 +311,25 @@ class FSDPStrategy(_ProcessGroup):
 
         set_optimizer_state_dict(model, optimizer, state, options=_full())
 
+    def sharded_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """This rank's shards of the model and optimizer states (DTensors, nothing gathered):
+        what a sharded checkpoint (`torch.distributed.checkpoint`) saves, and, from a fresh
+        model, the layout a sharded checkpoint loads into at this world size."""
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        model_state, optimizer_state = get_state_dict(model, optimizer)
+        return {"model": model_state, "optimizer": optimizer_state}
+
+    def load_sharded_state(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]
+    ) -> None:
+        """Load `sharded_state`'s layout, filled from a checkpoint, into the model and
+        optimizer."""
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+
+        set_state_dict(model, optimizer, model_state_dict=state["model"],
+                       optim_state_dict=state["optimizer"])
+
 
 def _gathered() -> Any:
     """State-dict options: full tensors gathered to rank 0's CPU memory (a checkpoint's form)."""
@@ -366,6 +385,10 @@ def process_group(device_name: str = "auto") -> Iterator[torch.device]:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
     try:
         yield device
+        if dist.is_initialized():
+            # Every rank's collectives are done before any rank tears down: a gloo worker
+            # thread still holding a finished work's tensors at interpreter exit aborts.
+            dist.barrier()
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

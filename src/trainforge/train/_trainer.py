@@ -43,6 +43,7 @@ from trainforge.evaluate import outputs_to_scores, score_report
 from trainforge.train._batches import Batch, TrainData, make_batches, row_count
 from trainforge.train._callbacks import Callback, CallbackList
 from trainforge.train._checkpointing import Checkpointing
+from trainforge.train._geometry import BatchGeometry, regroup, resume_batch
 from trainforge.train._monitors import EarlyStopping, NanGuard, NoEarlyStopping, Throughput
 from trainforge.train._optim import LRSchedule, build_optimizer, make_clipper
 from trainforge.train._precision import Precision, make_precision
@@ -176,11 +177,10 @@ class Trainer:
 
     def _build_data(self, train_data: TrainData, val_data: TrainData | None) -> None:
         config, strategy = self.config, self.strategy
-        self.train_batches = make_batches(
-            train_data, self.task, config.batch_size, self.device, shuffle=True,
-            seed=config.seed, rank=strategy.rank, world_size=strategy.world_size,
-            num_workers=config.num_workers,
-        )
+        self._train_data = train_data
+        self.geometry = BatchGeometry(config.batch_size, config.accumulate_grad_batches,
+                                      strategy.world_size)
+        self._build_train_batches()
         # Each rank validates its share of the rows (padded to equal shares, as training
         # shards), then every rank gathers all outputs; a BatchSource's rows are read whole.
         # `_shared_val_rows`: the validation rows when ranks share them, else None.
@@ -191,7 +191,16 @@ class Trainer:
             shuffle=False, num_workers=config.num_workers,
             rank=strategy.rank if sharded else 0, world_size=strategy.world_size if sharded else 1,
         )
-        self.steps_per_epoch = -(-len(self.train_batches) // config.accumulate_grad_batches)
+
+    def _build_train_batches(self) -> None:
+        """The training batches and steps per epoch of the current `geometry`."""
+        config, strategy = self.config, self.strategy
+        self.train_batches = make_batches(
+            self._train_data, self.task, self.geometry.batch_size, self.device, shuffle=True,
+            seed=config.seed, rank=strategy.rank, world_size=strategy.world_size,
+            num_workers=config.num_workers,
+        )
+        self.steps_per_epoch = -(-len(self.train_batches) // self.geometry.accumulate)
 
     def _build_numerics(self) -> None:
         config = self.config
@@ -236,7 +245,7 @@ class Trainer:
         self.progress.start_epoch(state.epoch, self.config.epochs, len(self.train_batches),
                                   state.batch)
         batches = self.train_batches.epoch(state.epoch, start=state.batch)
-        for window in _windows(batches, self.config.accumulate_grad_batches):
+        for window in _windows(batches, self.geometry.accumulate):
             loss = self._forward_backward(window)
             self._optimizer_step(loss)
             state.batch += len(window)
@@ -389,8 +398,8 @@ class Trainer:
                 "device": str(self.device), "world_size": self.strategy.world_size,
                 "strategy": self.strategy.name, "precision": self.precision.name,
                 "deterministic": config.deterministic, "seed": config.seed,
-                "compile": config.compile, "accumulate_grad_batches":
-                config.accumulate_grad_batches,
+                "compile": config.compile, "batch_size": self.geometry.batch_size,
+                "accumulate_grad_batches": self.geometry.accumulate,
             }})
 
     def _result(self, wall_s: float) -> TrainResult:
@@ -409,7 +418,17 @@ class Trainer:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything an exact resume needs, laid out as `trainforge.train.checkpoint` saves
-        it: model, optimizer, scheduler, scaler, rng, data (epoch, batch, seed), trainer."""
+        it: model, optimizer, scheduler, scaler, rng, data (epoch, batch, seed, geometry),
+        trainer. Under FSDP every rank calls it (the full state is gathered to rank 0)."""
+        return {
+            "model": self.strategy.model_state(self.module),
+            "optimizer": self.strategy.optimizer_state(self.module, self.optimizer),
+            **self.progress_state(),
+        }
+
+    def progress_state(self) -> dict[str, Any]:
+        """`state_dict()` without the model and optimizer: what a sharded checkpoint keeps
+        beside each rank's shards (`strategy.sharded_state`)."""
         state = self.state
         trainer = {k: v for k, v in asdict(state).items() if k not in ("epoch", "batch")}
         trainer.update(
@@ -419,32 +438,51 @@ class Trainer:
             history=[dict(h) for h in self.history],
             latest=dict(self._latest),
         )
+        geometry = self.geometry
         return {
-            "model": self.strategy.model_state(self.module),
-            "optimizer": self.strategy.optimizer_state(self.module, self.optimizer),
             "scheduler": self.schedule.state_dict(),
             "scaler": self.precision.state_dict(),
             "rng": self.randomness.state(),
-            "data": {"epoch": state.epoch, "batch": state.batch, "seed": self.config.seed},
+            "data": {"epoch": state.epoch, "batch": state.batch, "seed": self.config.seed,
+                     "batch_size": geometry.batch_size, "accumulate": geometry.accumulate,
+                     "world_size": geometry.world_size},
             "trainer": trainer,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue from `state` (from `state_dict()` of a Trainer built the same way)."""
+        """Continue from `state` (from `state_dict()` of a Trainer built the same way, at any
+        world size: see `load_progress_state`)."""
         missing = [key for key in STATE_KEYS if key not in state]
+        if missing:
+            raise TrainingError(f"trainer state: missing {', '.join(missing)}")
+        self.strategy.load_model_state(self.module, state["model"])
+        self.strategy.load_optimizer_state(self.module, self.optimizer, state["optimizer"])
+        self.load_progress_state(state)
+
+    def load_progress_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from `progress_state()`'s part of a state (the model and optimizer are
+        loaded already). Saved at another world size, training keeps the saved global batch
+        and goes on at the first row of the epoch no rank trained on (`_geometry`)."""
+        missing = [key for key in STATE_KEYS[2:] if key not in state]
         if missing:
             raise TrainingError(f"trainer state: missing {', '.join(missing)}")
         data, trainer = state["data"], state["trainer"]
         if data["seed"] != self.config.seed:
             raise TrainingError(f"trainer state: saved with training.seed {data['seed']}, this "
                                 f"trainer has {self.config.seed}; the batch order would differ")
-        self.strategy.load_model_state(self.module, state["model"])
-        self.strategy.load_optimizer_state(self.module, self.optimizer, state["optimizer"])
+        saved = BatchGeometry(int(data.get("batch_size", self.geometry.batch_size)),
+                              int(data.get("accumulate", self.geometry.accumulate)),
+                              int(data.get("world_size", self.geometry.world_size)))
+        geometry = regroup(saved, self.strategy.world_size, self.config.batch_size)
+        batch = resume_batch(saved, int(data["batch"]), geometry)
+        if geometry != self.geometry:
+            self.geometry = geometry
+            self._build_train_batches()
         self.schedule.load_state_dict(state["scheduler"])
         self.precision.load_state_dict(state["scaler"])
         self.early_stopping.load_state_dict(trainer["early_stopping"])
         counters = {k: trainer[k] for k in asdict(TrainState()) if k in trainer}
-        self.state = TrainState(**{**counters, "epoch": data["epoch"], "batch": data["batch"]})
+        self.state = TrainState(**{**counters, "epoch": data["epoch"], "batch": batch})
         self._window = [float(v) for v in trainer["window_losses"]]
         self.history = [dict(h) for h in trainer["history"]]
         self._latest = {str(k): float(v) for k, v in trainer.get("latest", {}).items()}

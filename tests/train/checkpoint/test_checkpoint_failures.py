@@ -78,7 +78,7 @@ DAMAGE = {
     "manifest for another step": (lambda f: edit_manifest(f, lambda m: m.update(step=7)), "step 7"),
     "file outside the checkpoint": (
         lambda f: edit_manifest(f, lambda m: m["files"].update({"../x": m["files"][STATE]})),
-        "expected step",
+        "files outside the checkpoint folder ['../x']",
     ),
 }
 

@@ -5,6 +5,10 @@
         state.json            everything else (the tree of `_codec.encode`)
         MANIFEST.json         written last: the commit marker
 
+A sharded checkpoint (format version 2, `layout: sharded`) holds each rank's shards of the
+model and optimizer states beside those two files (`_sharded.py`); its manifest lists every
+rank's files and its `world_size`, and it is valid only when each of those ranks' files is there.
+
 The manifest holds the format name and version, run id, step, epoch, metrics, creation time, the
 hash algorithm and chunk size (`_checksum.py`) and, per file, its size and checksum. A folder
 without a manifest, with a manifest that does not parse, or whose files do not match it is not a
@@ -30,10 +34,12 @@ from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, Validat
 from trainforge.errors import CheckpointError
 from trainforge.train.checkpoint._checksum import CHUNK_BYTES, DEFAULT_HASH, ChunkedHasher, checksum
 from trainforge.train.checkpoint._codec import decode
+from trainforge.train.checkpoint._sharded import FileEntry, is_shard_file, shard_rank
 from trainforge.train.checkpoint._storage import Check, Storage
 
 FORMAT = "trainforge-checkpoint"
 FORMAT_VERSION = 1
+SHARDED_FORMAT_VERSION = 2
 MANIFEST = "MANIFEST.json"
 TENSORS = "tensors.safetensors"
 STATE = "state.json"
@@ -57,6 +63,7 @@ class CheckpointInfo:
     metrics: Mapping[str, float | None] = field(default_factory=dict, hash=False)
     created_at: str | None = None
     size_bytes: int = 0
+    sharded_by: int | None = None  # sharded: the world size that wrote it; None: a full state
 
     @property
     def name(self) -> str:
@@ -87,7 +94,9 @@ class _File(BaseModel):
 class _Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     format: Literal["trainforge-checkpoint"]
-    format_version: Literal[1]
+    format_version: Literal[1, 2]
+    layout: Literal["full", "sharded"] = "full"
+    world_size: PositiveInt = 1
     run_id: str | None
     step: NonNegativeInt
     epoch: int | None
@@ -115,12 +124,15 @@ def write_checkpoint(
     tree: Any,
     tensors: Mapping[str, torch.Tensor],
     meta: Mapping[str, Any],
+    shards: Mapping[str, FileEntry] | None = None,
 ) -> CheckpointInfo:
     """Write one checkpoint: data files first, the manifest last; return what was committed.
 
     `tensors` must be contiguous CPU tensors that nobody modifies until this returns. `meta`
-    holds step, epoch, run_id and metrics. Saving a step that exists replaces it: its manifest is
-    deleted first, so in between that step is invalid and the older checkpoints stay valid.
+    holds step, epoch, run_id and metrics (and `world_size` with `shards`). Saving a step that
+    exists replaces it: its manifest is deleted first, so in between that step is invalid and
+    the older checkpoints stay valid. `shards`: the files every rank wrote into the folder
+    already (`save_shards`), listed in the manifest of a sharded checkpoint.
     """
     name = dir_name(meta["step"])
     storage.delete(f"{name}/{MANIFEST}")
@@ -128,9 +140,13 @@ def write_checkpoint(
         TENSORS: _write_hashed(storage, f"{name}/{TENSORS}", _safetensors_chunks(tensors)),
         STATE: _write_hashed(storage, f"{name}/{STATE}", [_state_document(tree)]),
     }
+    for file_name, (size, digest) in (shards or {}).items():
+        files[file_name] = _File(size=size, checksum=digest)
     manifest = _Manifest(
         format=FORMAT,
-        format_version=FORMAT_VERSION,
+        format_version=FORMAT_VERSION if shards is None else SHARDED_FORMAT_VERSION,
+        layout="full" if shards is None else "sharded",
+        world_size=meta.get("world_size", 1) if shards is not None else 1,
         run_id=meta["run_id"],
         step=meta["step"],
         epoch=meta["epoch"],
@@ -202,16 +218,32 @@ def copy_checkpoint(source: Storage, name: str, target: Storage) -> CheckpointIn
     manifest_bytes = source.read(f"{name}/{MANIFEST}")
     contents = {}
     for file_name in manifest.files:
-        contents[file_name] = source.read(f"{name}/{file_name}")
+        contents[file_name] = _read_file(source, f"{name}/{file_name}")
         _checker(source, name, file_name, manifest)(contents[file_name])
     target.delete(f"{name}/{MANIFEST}")
     for file_name, data in contents.items():
-        target.write(f"{name}/{file_name}", [data])
+        if is_shard_file(file_name):
+            target.write_shard_file(f"{name}/{file_name}", data)
+        else:
+            target.write(f"{name}/{file_name}", [data])
     target.write(f"{name}/{MANIFEST}", [manifest_bytes])
     copied = _read_manifest(target, name)
     for file_name in copied.files:
-        _checker(target, name, file_name, copied)(target.read(f"{name}/{file_name}"))
+        _checker(target, name, file_name, copied)(_read_file(target, f"{name}/{file_name}"))
     return _info(target, name, copied)
+
+
+def read_manifest_files(storage: Storage, name: str) -> tuple[dict[str, FileEntry], str, int]:
+    """Every file of checkpoint folder `name` with its size and checksum, and the manifest's
+    hash and chunk size; `CheckpointError` when the manifest is not valid."""
+    manifest = _read_manifest(storage, name)
+    files = {file_name: (entry.size, entry.checksum) for file_name, entry in manifest.files.items()}
+    return files, manifest.hash, manifest.hash_chunk_bytes
+
+
+def _read_file(storage: Storage, path: str) -> bytes:
+    file_name = path.rsplit("/", 1)[1]
+    return storage.read_shard_file(path) if is_shard_file(file_name) else storage.read(path)
 
 
 def _info(storage: Storage, name: str, manifest: _Manifest) -> CheckpointInfo:
@@ -223,6 +255,7 @@ def _info(storage: Storage, name: str, manifest: _Manifest) -> CheckpointInfo:
         metrics=dict(manifest.metrics),
         created_at=manifest.created_at,
         size_bytes=sum(f.size for f in manifest.files.values()),
+        sharded_by=manifest.world_size if manifest.layout == "sharded" else None,
     )
 
 
@@ -234,22 +267,51 @@ def _read_manifest(storage: Storage, name: str) -> _Manifest:
         raise CheckpointError(f"{where}: not valid JSON ({exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CheckpointError(f"{where}: not a {FORMAT} manifest")
-    if raw.get("format_version") != FORMAT_VERSION:
+    if raw.get("format_version") not in (FORMAT_VERSION, SHARDED_FORMAT_VERSION):
         raise CheckpointError(
             f"{where}: unknown format version {raw.get('format_version')!r} "
-            f"(this trainforge reads version {FORMAT_VERSION})"
+            f"(this trainforge reads versions {FORMAT_VERSION} and {SHARDED_FORMAT_VERSION})"
         )
     try:
         manifest = _Manifest.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise CheckpointError(f"{where}: malformed manifest: {problems}") from exc
-    if manifest.step != step_of(name) or set(manifest.files) != {TENSORS, STATE}:
+    if manifest.step != step_of(name) or not {TENSORS, STATE} <= set(manifest.files):
         raise CheckpointError(
             f"{where}: manifest names step {manifest.step} and files {sorted(manifest.files)}; "
             f"expected step {step_of(name)} and files {sorted([STATE, TENSORS])}"
         )
+    problem = _layout_problem(manifest)
+    if problem:
+        raise CheckpointError(f"{where}: {problem}")
     return manifest
+
+
+def _layout_problem(manifest: _Manifest) -> str | None:
+    """What is wrong with the manifest's files for its layout, None when nothing is."""
+    outside = sorted(f for f in manifest.files if "/" in f or "\\" in f or f in ("", ".", ".."))
+    if outside:
+        return f"files outside the checkpoint folder {outside}"
+    others = sorted(set(manifest.files) - {TENSORS, STATE})
+    sharded = manifest.layout == "sharded"
+    if sharded != (manifest.format_version == SHARDED_FORMAT_VERSION):
+        return (f"layout {manifest.layout!r} with format version {manifest.format_version}; "
+                f"a sharded checkpoint is version {SHARDED_FORMAT_VERSION}, a full one "
+                f"version {FORMAT_VERSION}")
+    if not sharded:
+        return f"unexpected files {others} in a full checkpoint" if others else None
+    strays = [f for f in others if not is_shard_file(f)]
+    if strays:
+        return f"unexpected files {strays} in a sharded checkpoint"
+    ranks = {shard_rank(f) for f in others}
+    missing = [rank for rank in range(manifest.world_size) if rank not in ranks]
+    if missing or len(ranks - {None}) != manifest.world_size or None not in ranks:
+        return (f"a sharded checkpoint of {manifest.world_size} processes lists shard files of "
+                f"ranks {sorted(r for r in ranks if r is not None)} and "
+                f"{'a' if None in ranks else 'no'} DCP metadata file; expected files of ranks "
+                f"0..{manifest.world_size - 1} and the metadata")
+    return None
 
 
 def _checked_manifest(storage: Storage, name: str, sizes: Mapping[str, int]) -> _Manifest:

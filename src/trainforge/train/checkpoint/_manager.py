@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -11,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.config import CheckpointSpec
 from trainforge.errors import CheckpointError
@@ -21,17 +23,36 @@ from trainforge.train.checkpoint._format import (
     CheckpointInfo,
     Scan,
     copy_checkpoint,
+    dir_name,
     load_checkpoint,
+    read_manifest_files,
     scan,
     step_of,
     write_checkpoint,
 )
 from trainforge.train.checkpoint._policy import is_due, select_deletions
+from trainforge.train.checkpoint._sharded import load_shards, save_shards, verify_shards
 from trainforge.train.checkpoint._snapshot import SnapshotArena, in_place, state_nbytes
 from trainforge.train.checkpoint._storage import open_storage
 from trainforge.train.checkpoint._warnings import CheckpointWarning
 
+log = logging.getLogger("trainforge")
+
+if TYPE_CHECKING:
+    import torch.distributed as dist
+
 Callback = Callable[[CheckpointInfo], None]
+
+
+def _leaves(tree: Any) -> Iterator[Any]:
+    if isinstance(tree, Mapping):
+        for value in tree.values():
+            yield from _leaves(value)
+    elif isinstance(tree, (list, tuple)):
+        for value in tree:
+            yield from _leaves(value)
+    else:
+        yield tree
 
 
 def _numbers(metrics: Mapping[str, float] | None) -> dict[str, float]:
@@ -73,6 +94,11 @@ class CheckpointManager:
     Pins: inside `with manager.pinned(step):` retention (this manager's saves and `gc`) keeps
     the checkpoint of `step`, whatever the policy says; a pin holds in this process only.
 
+    Sharded checkpoints (`save_sharded`, `load_sharded`): every rank of a process group has a
+    manager on the same location and calls these together; each rank writes its own shards,
+    rank 0 the rest, the manifest and retention, and only rank 0 gets `on_saved` and
+    `on_deleted` (a callback on other ranks is never called).
+
     One writer per location. The manager keeps its CPU copy of the state between asynchronous
     saves (reused by the next one); the states `load` returns belong to the caller.
 
@@ -111,6 +137,7 @@ class CheckpointManager:
         self._last_elapsed = 0.0
         self._pins: Counter[int] = Counter()
         self._pins_lock = threading.Lock()
+        self._staging: Any = None  # DCP's stager of sharded saves, made by the first
 
     @property
     def location(self) -> str:
@@ -175,6 +202,78 @@ class CheckpointManager:
             self._pending = self._worker().submit(self._job, tree, copies, meta)
         self._last_step = step
 
+    def save_sharded(
+        self,
+        step: int,
+        shards: Mapping[str, Any],
+        rest: Mapping[str, Any],
+        group: dist.ProcessGroup,
+        *,
+        epoch: int | None = None,
+        metrics: Mapping[str, float] | None = None,
+        blocking: bool | None = None,
+    ) -> None:
+        """Save a sharded checkpoint of `step` (every rank of `group` calls it at the same
+        step): `shards` is this rank's part of the state for `torch.distributed.checkpoint`
+        (DTensors), `rest` the rest of the state as `save` takes it (rank 0's is kept).
+
+        Asynchronous (`blocking` None: `policy.async_save`): the shards and rank 0's rest are
+        copied to CPU memory, then written on the background thread, whose collectives run
+        on `group` (keep it for checkpoints: a CPU backend, not used by training). The
+        checkpoint commits when every rank's shards are written and checksummed.
+        """
+        import torch.distributed as dist
+
+        self._collect()
+        leader = dist.get_rank(group) == 0
+        tree, tensors = encode(rest) if leader else (None, {})
+        meta = {"step": step, "epoch": epoch, "run_id": self.run_id, "metrics": _numbers(metrics),
+                "world_size": dist.get_world_size(group)}
+        self.wait()
+        if blocking if blocking is not None else not self.policy.async_save:
+            outcome = self._sharded_job(shards, tree, in_place(tensors), meta, group)
+            self._deliver(outcome)
+        else:
+            staged = self._stager(shards).stage(dict(shards))
+            copies = self._arena.copy(tensors)
+            self._pending = self._worker().submit(self._sharded_job, staged, tree, copies,
+                                                  meta, group)
+        self._last_step = step
+
+    def load_sharded(
+        self, target: dict[str, Any], group: dist.ProcessGroup
+    ) -> tuple[dict[str, Any], CheckpointInfo]:
+        """Load the newest sharded checkpoint that verifies (every rank of `group` calls it):
+        fill `target` (this rank's layout of the shards, as `save_sharded` took them, at this
+        world size) in place and return the rest of the state and the checkpoint's info.
+
+        The world size that wrote it may differ from `group`'s: the shards are resharded as
+        they are read. Each rank checks its share of the files before any is read; a
+        checkpoint that fails is skipped on every rank with a `CheckpointWarning`, as `load`
+        skips one. `CheckpointError` when none is left or the newest is not sharded.
+        """
+        self.wait()
+        for candidate in self._scan().valid[::-1]:
+            if candidate.sharded_by is None:
+                raise CheckpointError(
+                    f"{candidate.uri}: a full checkpoint, not a sharded one; load it with "
+                    "`load` (every rank reads the whole state)")
+            started = time.perf_counter()
+            try:
+                files, hash_name, chunk = read_manifest_files(self._storage, candidate.name)
+                verify_shards(self._storage, candidate.name, files, hash_name, chunk, group)
+            except CheckpointError as exc:
+                warnings.warn(f"{exc}; falling back to an older checkpoint", CheckpointWarning,
+                              stacklevel=2)
+                continue
+            rest, info = load_checkpoint(self._storage, candidate.name)
+            load_shards(self._storage, candidate.name, target, group)
+            log.info("loaded the sharded checkpoint of step %d (written by %d processes) in "
+                     "%.2fs", info.step, info.sharded_by, time.perf_counter() - started)
+            self._last_step = info.step
+            return rest, info
+        raise CheckpointError(f"no valid checkpoint under {self.location}")
+
     def prepare(self, state: Mapping[str, Any], *, headroom: float = 0.0) -> None:
         """Make ready, on a background thread, the CPU memory an asynchronous save of a state
         like `state` copies into (its tensors' sizes, plus `headroom` as a fraction for what
@@ -214,6 +313,10 @@ class CheckpointManager:
         self.wait()
         candidates = [info] if info is not None else self._scan().valid[::-1]
         for candidate in candidates:
+            if candidate.sharded_by is not None:
+                raise CheckpointError(
+                    f"{candidate.uri}: a sharded checkpoint of {candidate.sharded_by} "
+                    "processes; load it with `load_sharded` under a process group")
             try:
                 state, loaded = load_checkpoint(self._storage, candidate.name)
             except CheckpointError as exc:
@@ -282,6 +385,9 @@ class CheckpointManager:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
+            if self._staging is not None:
+                self._staging.close()
+                self._staging = None
 
     def __enter__(self) -> CheckpointManager:
         return self
@@ -293,6 +399,38 @@ class CheckpointManager:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="trainforge-checkpoint")
         return self._executor
+
+    def _stager(self, shards: Mapping[str, Any]) -> Any:
+        """DCP's stager, which copies shards to CPU memory it keeps for the next save."""
+        from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+
+        if self._staging is None:
+            cuda = any(getattr(t, "device", None) is not None and t.device.type == "cuda"
+                       for t in _leaves(shards))
+            self._staging = DefaultStager(StagingOptions(
+                use_pinned_memory=cuda, use_shared_memory=False, use_async_staging=False,
+                use_non_blocking_copy=False))
+        return self._staging
+
+    def _sharded_job(self, shards: Mapping[str, Any], tree: Any, tensors: dict, meta: dict,
+                     group: dist.ProcessGroup) -> _Outcome:
+        """Write every rank's shards, then (rank 0) the rest, the manifest and retention."""
+        import torch.distributed as dist
+
+        outcome = _Outcome()
+        leader = dist.get_rank(group) == 0
+        try:
+            files = save_shards(self._storage, dir_name(meta["step"]), shards, group)
+            if leader:
+                outcome.saved = write_checkpoint(self._storage, tree, tensors, meta, files)
+        except Exception as exc:
+            outcome.error = CheckpointError(
+                f"saving step {meta['step']} to {self.location} failed: {exc}")
+            outcome.error.__cause__ = exc
+            return outcome
+        if leader:
+            self._retain(outcome, self.policy.keep_last, self.policy.keep_best)
+        return outcome
 
     def _job(self, tree: Any, tensors: dict, meta: dict) -> _Outcome:
         """Write one checkpoint, then apply the policy's retention (any thread)."""

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load, load_file
+from torch.distributed.checkpoint import StorageReader, StorageWriter
 
 from trainforge.errors import CheckpointError, ObjectStoreError
 from trainforge.storage.objects import ObjectStore, open_object_store
@@ -42,8 +43,10 @@ Check = Callable[[memoryview | bytes], None]
 class Storage:
     """Checkpoint files under one location."""
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectStore, storage_options: Mapping[str, Any] | None = None,
+                 ) -> None:
         self.objects = objects
+        self.storage_options = dict(storage_options or {})
         local = objects.local_path()
         self.uri = str(local) if local is not None else objects.root_uri
 
@@ -52,6 +55,62 @@ class Storage:
         with self._errors(""):
             found = self.objects.list(include_temporary=True)
         return {path: size for path, size in found.items() if path.count("/") == 1}
+
+    def files_in(self, name: str) -> list[str]:
+        """The names of the files in folder `name`, temporary files included."""
+        with self._errors(name):
+            found = self.objects.list(name, include_temporary=True)
+        return [path.split("/", 1)[1] for path in found
+                if path.count("/") == 1 and path.split("/", 1)[0] == name]
+
+    def dcp_writer(self, name: str) -> StorageWriter:
+        """A `torch.distributed.checkpoint` writer into folder `name` (files are synced)."""
+        from torch.distributed.checkpoint import FileSystemWriter
+        from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
+
+        local = self.objects.local_path(name)
+        if local is not None:
+            return FileSystemWriter(local, sync_files=True)
+        return FsspecWriter(self.objects.uri_of(name), sync_files=True, **self.storage_options)
+
+    def dcp_reader(self, name: str) -> StorageReader:
+        """A `torch.distributed.checkpoint` reader of folder `name`."""
+        from torch.distributed.checkpoint import FileSystemReader
+        from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
+
+        local = self.objects.local_path(name)
+        if local is not None:
+            return FileSystemReader(local)
+        return FsspecReader(self.objects.uri_of(name), **self.storage_options)
+
+    def read_shard_file(self, path: str) -> bytes:
+        """A file `torch.distributed.checkpoint` wrote (its names, such as `.metadata`, are no
+        object keys), read through fsspec; `CheckpointError` when it cannot be read."""
+        fs, where = self._shard_file(path)
+        try:
+            return bytes(fs.cat_file(where))
+        except OSError as exc:
+            raise CheckpointError(f"{self.uri_of(path)}: cannot read: {exc}") from exc
+
+    def write_shard_file(self, path: str, data: bytes) -> None:
+        """Store a file as `torch.distributed.checkpoint` would (the manifest commits it)."""
+        fs, where = self._shard_file(path)
+        try:
+            fs.makedirs(where.rsplit("/", 1)[0], exist_ok=True)
+            fs.pipe_file(where, data)
+        except OSError as exc:
+            raise CheckpointError(f"{self.uri_of(path)}: cannot write: {exc}") from exc
+
+    def _shard_file(self, path: str) -> tuple[Any, str]:
+        import fsspec
+
+        folder, file_name = path.rsplit("/", 1)
+        local = self.objects.local_path(folder)
+        if local is not None:
+            return fsspec.filesystem("file"), str(local / file_name)
+        fs, where = fsspec.core.url_to_fs(f"{self.objects.uri_of(folder)}/{file_name}",
+                                          **self.storage_options)
+        return fs, where
 
     def write(self, path: str, chunks: Iterable[memoryview | bytes]) -> None:
         """Store the concatenated chunks under `path`, atomically and durably."""
@@ -99,6 +158,9 @@ class Storage:
 
     def uri_of(self, path: str) -> str:
         """The plain path of a local file or folder, the URI of one elsewhere."""
+        folder, _, file_name = path.rpartition("/")
+        if file_name.startswith("."):  # a temporary or DCP file: a name but no object key
+            return f"{self.uri_of(folder) if folder else self.uri}/{file_name}"
         local = self.objects.local_path(path)
         return str(local) if local is not None else self.objects.uri_of(path)
 
@@ -115,7 +177,7 @@ def open_storage(
 ) -> Storage:
     """The storage for `location`: a local folder, `file://...` or `s3://bucket/prefix`."""
     try:
-        return Storage(open_object_store(location, storage_options))
+        return Storage(open_object_store(location, storage_options), storage_options)
     except ObjectStoreError as exc:
         raise CheckpointError(f"checkpoint location {str(location)!r}: {exc.problem}") from exc
 
