@@ -23,7 +23,13 @@ from trainforge.config import Settings
 from trainforge.entities import RunStatus
 from trainforge.errors import Conflict, SpecError
 from trainforge.evaluate import EvalReport
-from trainforge.pipeline import Launch, PipelineServices, launch_pipeline, plan_pipeline
+from trainforge.pipeline import (
+    Launch,
+    PipelineServices,
+    launch_pipeline,
+    parse_nodes,
+    plan_pipeline,
+)
 from trainforge.pipeline._distributed import job_run_id
 from trainforge.pipeline._run import run_tracked
 from trainforge.registry import GateResult
@@ -84,6 +90,11 @@ NODE = ["--nproc-per-node", "1", "--nnodes", "2", "training.strategy=ddp"]
     ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500"], "--nnodes > 1 needs --rdzv-id"),
     ([*NODE, "--rdzv-endpoint", "127.0.0.1:29500", "--rdzv-id", "job-1", "--resume", "0" * 32],
      "there is no such run to resume"),
+    (["--nproc-per-node", "1", "--nnodes", "2:1"], "--nnodes: expected N or MIN:MAX with "
+                                                  "1 <= MIN <= MAX, got '2:1'"),
+    (["--nproc-per-node", "1", "--nnodes", "two"], "got 'two'"),
+    (["--nproc-per-node", "1", "--nnodes", "1:2", "--rdzv-endpoint", "127.0.0.1:29500",
+      "--rdzv-id", "job-1", "training.strategy=ddp"], "--nnodes 1:2 needs --max-restarts >= 1"),
 ])
 def test_launch_flags_are_checked_before_any_run(fraud_project, flags, message):
     result = CliRunner().invoke(app, ["run", str(fraud_project / "pipeline.yaml"), *flags])
@@ -99,6 +110,16 @@ def test_the_nodes_of_a_job_derive_its_run_id_from_what_they_share():
     assert len(run_id) == 32 and run_id == job_run_id("fraud", same_job)
     assert run_id not in (job_run_id("fraud", next_job), job_run_id("digits", node))
     assert node.torchrun_args(["spec.yaml"])[-5:-3] == ["--rdzv-id", "job-1"]
+
+
+def test_an_elastic_launch_hands_torchrun_its_node_range():
+    elastic = Launch(2, nnodes=4, rdzv_endpoint="node0:29500", max_restarts=3, rdzv_id="job-1",
+                     min_nodes=2)
+    args = elastic.torchrun_args(["spec.yaml"])
+    assert args[:6] == ["--nnodes", "2:4", "--nproc-per-node", "2", "--max-restarts", "3"]
+    assert elastic.world_size == 8  # at most
+    assert parse_nodes("2:4") == (2, 4) and parse_nodes("3") == (3, 3)
+    assert Launch(2, nnodes=3, min_nodes=3).nodes == "3"
 
 
 RANK0_VALUES = {"evaluation": EvalReport("test", {"roc_auc": 0.9}, 100),

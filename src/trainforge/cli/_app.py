@@ -70,7 +70,9 @@ app.command("tune-worker")(_tune.tune_worker)
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(
     min=1, help="Worker processes per node, started by torchrun (training.strategy ddp or fsdp).")]
-Nnodes = Annotated[int, typer.Option(min=1, help="Nodes; run this command on each of them.")]
+Nnodes = Annotated[str, typer.Option(
+    help="Nodes, N or MIN:MAX (elastic: a lost node restarts the others at the smaller world "
+    "size); run this command on each of them.")]
 RdzvEndpoint = Annotated[Optional[str], typer.Option(help="HOST:PORT rendezvous of all nodes.")]
 RdzvId = Annotated[Optional[str], typer.Option(
     help="Job id, the same on all nodes and new for each job: it names the job's one run.")]
@@ -121,15 +123,15 @@ def _print_step(event: StepEvent) -> None:
         logging.getLogger("trainforge").info("step %-9s failed", event.step)
 
 
-def _launch_flags(nproc_per_node: int | None, nnodes: int, rdzv_endpoint: str | None,
+def _launch_flags(nproc_per_node: int | None, nnodes: str, rdzv_endpoint: str | None,
                   rdzv_id: str | None, max_restarts: int) -> list[str]:
     """The launch flags of `run` as given (a resume hint repeats them: on every node, with a
     multi-node job)."""
     if nproc_per_node is None:
         return []
     flags = ["--nproc-per-node", str(nproc_per_node)]
-    if nnodes > 1:
-        flags += ["--nnodes", str(nnodes), "--rdzv-endpoint", str(rdzv_endpoint),
+    if nnodes != "1":
+        flags += ["--nnodes", nnodes, "--rdzv-endpoint", str(rdzv_endpoint),
                   "--rdzv-id", str(rdzv_id)]
     return flags + (["--max-restarts", str(max_restarts)] if max_restarts else [])
 
@@ -140,7 +142,7 @@ def run(
     overrides: Overrides = None,
     as_json: _render.JsonFlag = False,
     nproc_per_node: NprocPerNode = None,
-    nnodes: Nnodes = 1,
+    nnodes: Nnodes = "1",
     rdzv_endpoint: RdzvEndpoint = None,
     rdzv_id: RdzvId = None,
     max_restarts: MaxRestarts = 0,
@@ -151,10 +153,10 @@ def run(
 
     With --nproc-per-node, the run trains over torchrun workers (on one node or several).
     """
-    if nproc_per_node is None and (nnodes > 1 or rdzv_endpoint or rdzv_id or max_restarts):
+    if nproc_per_node is None and (nnodes != "1" or rdzv_endpoint or rdzv_id or max_restarts):
         _render.fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need "
                      "--nproc-per-node", 2)
-    from trainforge.pipeline import Launch, launch_pipeline, run_pipeline
+    from trainforge.pipeline import Launch, launch_pipeline, parse_nodes, run_pipeline
 
     gc.enable()  # a run lasts: its cycles must be collected (`main` turned this off)
     if not as_json:
@@ -167,7 +169,9 @@ def run(
                                       resume=resume, allow_neutral_changes=allow_neutral_changes,
                                       listener=None if as_json else _print_step)
             else:
-                launch = Launch(nproc_per_node, nnodes, rdzv_endpoint, max_restarts, rdzv_id)
+                min_nodes, max_nodes = parse_nodes(nnodes)
+                launch = Launch(nproc_per_node, max_nodes, rdzv_endpoint, max_restarts, rdzv_id,
+                                min_nodes)
                 result = launch_pipeline(spec, overrides or [], launch, resume=resume,
                                          allow_neutral_changes=allow_neutral_changes,
                                          settings=_context.settings())

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from trainforge.pipeline._checks import check_spec, gate_metric_names
     from trainforge.pipeline._dag import build_training_dag
     from trainforge.pipeline._dataset import Dataset
-    from trainforge.pipeline._distributed import Launch, launch_pipeline
+    from trainforge.pipeline._distributed import Launch, launch_pipeline, parse_nodes
     from trainforge.pipeline._identity import spec_hash
     from trainforge.pipeline._plan import PipelinePlan, load_checked_spec, plan_pipeline
     from trainforge.pipeline._resume import checkpoint_location, checkpoint_record
@@ -44,6 +44,7 @@ _EXPORTS = {
     "list_run_checkpoints": "trainforge.pipeline._checkpoints",
     "load_checked_spec": "trainforge.pipeline._plan",
     "open_run_checkpoints": "trainforge.pipeline._checkpoints",
+    "parse_nodes": "trainforge.pipeline._distributed",
     "plan_pipeline": "trainforge.pipeline._plan",
     "run_pipeline": "trainforge.pipeline._run",
     "spec_hash": "trainforge.pipeline._identity",
@@ -66,6 +67,7 @@ __all__ = [
     "list_run_checkpoints",
     "load_checked_spec",
     "open_run_checkpoints",
+    "parse_nodes",
     "plan_pipeline",
     "run_pipeline",
     "spec_hash",

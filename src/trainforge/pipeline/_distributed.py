@@ -59,20 +59,31 @@ log = logging.getLogger("trainforge")
 
 @dataclass(frozen=True)
 class Launch:
-    """How many processes run the job: torchrun's flags of the same names."""
+    """How many processes run the job: torchrun's flags of the same names. `min_nodes` below
+    `nnodes` makes the job elastic (`--nnodes MIN:MAX`): when a node is lost, the survivors'
+    workers restart (`max_restarts`) at the smaller world size and resume from the newest
+    checkpoint with the same global batch."""
 
     nproc_per_node: int
     nnodes: int = 1
     rdzv_endpoint: str | None = None
     max_restarts: int = 0
     rdzv_id: str | None = None
+    min_nodes: int | None = None  # None: exactly `nnodes`
 
     @property
     def world_size(self) -> int:
+        """The most processes the job runs on."""
         return self.nproc_per_node * self.nnodes
 
+    @property
+    def nodes(self) -> str:
+        """`--nnodes` as torchrun takes it: N, or MIN:MAX for an elastic job."""
+        elastic = self.min_nodes is not None and self.min_nodes != self.nnodes
+        return f"{self.min_nodes}:{self.nnodes}" if elastic else str(self.nnodes)
+
     def torchrun_args(self, worker_args: list[str]) -> list[str]:
-        args = ["--nnodes", str(self.nnodes), "--nproc-per-node", str(self.nproc_per_node),
+        args = ["--nnodes", self.nodes, "--nproc-per-node", str(self.nproc_per_node),
                 "--max-restarts", str(self.max_restarts)]
         if self.rdzv_endpoint:
             args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", self.rdzv_endpoint]
@@ -106,6 +117,18 @@ def launch_pipeline(
                        job=job_key(launch) if multi_node else None)
 
 
+def parse_nodes(text: str) -> tuple[int, int]:
+    """`--nnodes` N or MIN:MAX as (min, max); `SpecError` naming the flag otherwise."""
+    low, _, high = text.partition(":")
+    try:
+        nodes = int(low), int(high or low)
+    except ValueError:
+        nodes = (0, 0)
+    if not 1 <= nodes[0] <= nodes[1]:
+        raise SpecError([f"--nnodes: expected N or MIN:MAX with 1 <= MIN <= MAX, got {text!r}"])
+    return nodes
+
+
 def job_key(launch: Launch) -> str:
     """What names a multi-node job on every node: its rendezvous endpoint and id."""
     return f"{launch.rdzv_endpoint}/{launch.rdzv_id}"
@@ -121,6 +144,11 @@ def _check_launch(spec: Any, launch: Launch, source: str, resume: str | None) ->
     problems = []
     if launch.nproc_per_node < 1 or launch.nnodes < 1 or launch.max_restarts < 0:
         problems.append("--nproc-per-node and --nnodes must be >= 1, --max-restarts >= 0")
+    if launch.min_nodes is not None and not 1 <= launch.min_nodes <= launch.nnodes:
+        problems.append(f"--nnodes {launch.nodes}: expected 1 <= MIN <= MAX")
+    elif ":" in launch.nodes and launch.max_restarts < 1:
+        problems.append(f"--nnodes {launch.nodes} needs --max-restarts >= 1: when a node is "
+                        "lost, the workers of the others restart at the smaller world size")
     if launch.nnodes > 1 and not launch.rdzv_endpoint:
         problems.append("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
     if launch.nnodes > 1 and not launch.rdzv_id:
@@ -143,7 +171,9 @@ def _launch_workers(
     from torch.distributed.run import parse_args, run
 
     handle.set_tags({"distributed": {"nproc_per_node": launch.nproc_per_node,
-                                     "nnodes": launch.nnodes, "max_restarts": launch.max_restarts}})
+                                     "nnodes": launch.nnodes,
+                                     "min_nodes": launch.min_nodes or launch.nnodes,
+                                     "max_restarts": launch.max_restarts}})
     with tempfile.TemporaryDirectory(prefix="trainforge-launch-") as tmp:
         result_file = Path(tmp) / "result.json"
         threads = str(max(1, (os.cpu_count() or 1) // launch.nproc_per_node))
