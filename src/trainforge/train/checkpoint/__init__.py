@@ -11,6 +11,10 @@ Tensors go to one safetensors file, everything else to a JSON document (tuples, 
 and NumPy values keep their types), and a manifest with each file's size and checksum is
 written last as the commit marker. Loading verifies checksums first and never unpickles. See
 `CheckpointManager` for saving on a policy, asynchronous saves, retention and loading.
+
+Under FSDP a checkpoint can be sharded instead (`save_sharded` / `load_sharded`): each rank
+writes its own shards through `torch.distributed.checkpoint`, under the same manifest,
+checksums and retention, and a later job reads them at any world size (`_sharded.py`).
 """
 
 from trainforge.train.checkpoint._format import CheckpointInfo

@@ -137,7 +137,7 @@ class CheckpointManager:
         self._last_elapsed = 0.0
         self._pins: Counter[int] = Counter()
         self._pins_lock = threading.Lock()
-        self._staging: Any = None  # DCP's stager of sharded saves, made by the first
+        self._staging: Any = None  # DCP's stager, made by the first async sharded save
 
     @property
     def location(self) -> str:

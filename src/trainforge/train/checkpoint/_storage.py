@@ -12,6 +12,10 @@ Rules:
 - deleting what is already gone is not an error, so every deletion can be retried;
 - failures of the object store are raised as `CheckpointError` naming the file; an error raised
   by the chunks given to `write` propagates as it is;
+- the files of a sharded checkpoint are written by `torch.distributed.checkpoint` itself
+  (`dcp_writer`, `dcp_reader`: a local folder or the same fsspec URL and options); their names
+  (`.metadata`) are no object keys, so they are read and copied through fsspec
+  (`read_shard_file`, `write_shard_file`);
 - one writer per location; any number of readers. The storage holds no per-call state and is
   safe to share across threads.
 
