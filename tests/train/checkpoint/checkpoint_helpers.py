@@ -1,4 +1,5 @@
-"""Helpers of the checkpoint tests: a small model trained a few steps, and its full state."""
+"""Helpers of the checkpoint tests: a small model trained a few steps, and its full state;
+a trainer callback that crashes at a step."""
 
 from __future__ import annotations
 
@@ -7,7 +8,19 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainforge.train import Callback, Trainer
 from trainforge.train.checkpoint import capture_rng_state
+
+
+class CrashAt(Callback):
+    """Raises "node lost" at the end of global step `step`, as a crash there would."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, trainer: Trainer) -> None:
+        if trainer.state.global_step == self.step:
+            raise RuntimeError("node lost")
 
 
 def small_training(seed: int = 0) -> tuple[nn.Module, torch.optim.Optimizer, Any]:

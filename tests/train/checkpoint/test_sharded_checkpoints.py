@@ -13,21 +13,13 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
+from checkpoint_helpers import CrashAt
 from torch import nn
 
 from trainforge.config import TrainingSpec
 from trainforge.errors import CheckpointError, TrainingError
-from trainforge.train import Callback, Trainer, process_group
+from trainforge.train import Trainer, process_group
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
-
-
-class CrashAt(Callback):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_step_end(self, trainer: Trainer) -> None:
-        if trainer.state.global_step == self.step:
-            raise RuntimeError("node lost")
 
 
 @pytest.fixture

@@ -5,20 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from checkpoint_helpers import CrashAt
 from torch import nn
 
 from trainforge.config import TrainingSpec
-from trainforge.train import Callback, Trainer
+from trainforge.train import Trainer
 from trainforge.train.checkpoint import CheckpointManager
-
-
-class CrashAt(Callback):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_step_end(self, trainer: Trainer) -> None:
-        if trainer.state.global_step == self.step:
-            raise RuntimeError("node lost")
 
 
 def data(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
