@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("trainforge")
 PREPARE_HEADROOM = 0.01  # of the model and optimizer bytes: RNG, schedule and trainer tensors
+
+
+@dataclass(frozen=True)
+class _Sharding:
+    """Sharded checkpoints of an FSDP strategy: the gloo group their collectives run on,
+    made by every rank together when `Checkpointing` is built, so a background save never
+    interleaves with training's collectives on the default group."""
+
+    strategy: FSDPStrategy
+    group: dist.ProcessGroup
 
 
 class Checkpointing(Callback):
@@ -85,11 +96,9 @@ class Checkpointing(Callback):
         self._started = time.monotonic()
         self._epoch_batches = 0
         self._prepared = False
-        self._fsdp = (strategy if self.manager is not None and policy.sharded
-                      and isinstance(strategy, FSDPStrategy) else None)
-        # Every rank makes the group here, together: the background saves' collectives run
-        # on it, never interleaved with training's on the default group.
-        self._group = dist.new_group(backend="gloo") if self._fsdp is not None else None
+        self._sharding = (_Sharding(strategy, dist.new_group(backend="gloo"))
+                          if self.manager is not None and policy.sharded
+                          and isinstance(strategy, FSDPStrategy) else None)
 
     def on_fit_start(self, trainer: Trainer) -> None:
         if self.resume:
@@ -143,7 +152,7 @@ class Checkpointing(Callback):
         save's CPU buffer ready in the background, sized from the local (for FSDP, sharded)
         model and optimizer states plus headroom for the rest, so no collective runs here."""
         self._prepared = True
-        if self.manager is not None and self.strategy.is_rank_zero and self._fsdp is None:
+        if self.manager is not None and self.strategy.is_rank_zero and self._sharding is None:
             self.manager.prepare({"model": trainer.module.state_dict(),
                                   "optimizer": trainer.optimizer.state_dict()},
                                  headroom=PREPARE_HEADROOM)
@@ -152,17 +161,16 @@ class Checkpointing(Callback):
         assert self.manager is not None
         if self.sink is not None:
             self.sink.flush()  # the points up to `step` are stored before the checkpoint commits
-        if self._fsdp is not None and self._group is not None:
-            shards = self._fsdp.sharded_state(trainer.module, trainer.optimizer)
-            self.manager.save_sharded(step, shards, trainer.progress_state(), self._group,
-                                      epoch=trainer.state.epoch, metrics=trainer.step_metrics,
-                                      blocking=blocking)
-            self._last_step, self._last_elapsed = step, elapsed
-            return
-        state = trainer.state_dict()  # on every rank: FSDP gathers the full state
-        if self.strategy.is_rank_zero:
-            self.manager.save(step, state, epoch=trainer.state.epoch,
-                              metrics=trainer.step_metrics, blocking=blocking)
+        if self._sharding is not None:  # every rank writes its shards, rank 0 the rest
+            shards = self._sharding.strategy.sharded_state(trainer.module, trainer.optimizer)
+            self.manager.save_sharded(step, shards, trainer.progress_state(),
+                                      self._sharding.group, epoch=trainer.state.epoch,
+                                      metrics=trainer.step_metrics, blocking=blocking)
+        else:
+            state = trainer.state_dict()  # on every rank: FSDP gathers the full state
+            if self.strategy.is_rank_zero:
+                self.manager.save(step, state, epoch=trainer.state.epoch,
+                                  metrics=trainer.step_metrics, blocking=blocking)
         self._last_step, self._last_elapsed = step, elapsed
 
     def _agree(self, due: bool, stop: bool) -> tuple[bool, bool]:
@@ -178,15 +186,16 @@ class Checkpointing(Callback):
         info = None
         latest = self.manager.latest() if self.manager is not None else None
         if self.manager is not None and latest is not None and latest.sharded_by is not None:
-            if self._fsdp is None or self._group is None:
+            if self._sharding is None:
                 raise TrainingError(
                     f"{latest.uri}: a sharded checkpoint (FSDP over {latest.sharded_by} "
                     "processes); resume it with training.strategy: fsdp and "
                     f"checkpoint.sharded: true (this is {self.strategy.name!r}, sharded: "
                     f"{str(self.policy.sharded).lower()})")
-            shards = self._fsdp.sharded_state(trainer.module, trainer.optimizer)
-            rest, info = self.manager.load_sharded(shards, self._group)
-            self._fsdp.load_sharded_state(trainer.module, trainer.optimizer, shards)
+            fsdp = self._sharding.strategy
+            shards = fsdp.sharded_state(trainer.module, trainer.optimizer)
+            rest, info = self.manager.load_sharded(shards, self._sharding.group)
+            fsdp.load_sharded_state(trainer.module, trainer.optimizer, shards)
             trainer.load_progress_state(rest)
         elif self.manager is not None and latest is not None:
             state, info = self.manager.load()

@@ -55,7 +55,8 @@ from trainforge.train._sinks import MetricSink, NullSink, TagSink
 from trainforge.train._strategy import Strategy, make_strategy
 
 EVAL_BATCH_ROWS = 1024
-STATE_KEYS = ("model", "optimizer", "scheduler", "scaler", "rng", "data", "trainer")
+PROGRESS_KEYS = ("scheduler", "scaler", "rng", "data", "trainer")  # of `progress_state()`
+STATE_KEYS = ("model", "optimizer", *PROGRESS_KEYS)
 
 
 @dataclass
@@ -463,7 +464,7 @@ class Trainer:
         """Continue from `progress_state()`'s part of a state (the model and optimizer are
         loaded already). Saved at another world size, training keeps the saved global batch
         and goes on at the first row of the epoch no rank trained on (`_geometry`)."""
-        missing = [key for key in STATE_KEYS[2:] if key not in state]
+        missing = [key for key in PROGRESS_KEYS if key not in state]
         if missing:
             raise TrainingError(f"trainer state: missing {', '.join(missing)}")
         data, trainer = state["data"], state["trainer"]

@@ -108,3 +108,18 @@ def test_a_sharded_checkpoint_is_not_read_as_a_full_one(group_of_one, tmp_path):
     with pytest.raises(TrainingError, match="resume it with training.strategy: fsdp and "
                                             r"checkpoint.sharded: true \(this is 'ddp'"):
         ddp.fit()
+
+
+def test_a_sharded_checkpoint_copies_byte_for_byte_with_its_dcp_files(group_of_one, tmp_path):
+    with pytest.raises(RuntimeError, match="node lost"):
+        trainer(tmp_path / "source", crash=4).fit()
+    source = CheckpointManager(tmp_path / "source")
+    target = CheckpointManager(tmp_path / "target")
+    copied = target.copy_from(source, source.latest())
+    assert (copied.step, copied.sharded_by) == (3, 1)
+    assert target.list() == [copied]
+    folder, files = newest_files(tmp_path / "target")
+    assert {".metadata", "__0_0.distcp"} < set(files)
+    for name in files:
+        assert (folder / name).read_bytes() == (tmp_path / "source" / folder.name / name
+                                                ).read_bytes()

@@ -233,12 +233,12 @@ def copy_checkpoint(source: Storage, name: str, target: Storage) -> CheckpointIn
     return _info(target, name, copied)
 
 
-def read_manifest_files(storage: Storage, name: str) -> tuple[dict[str, FileEntry], str, int]:
-    """Every file of checkpoint folder `name` with its size and checksum, and the manifest's
-    hash and chunk size; `CheckpointError` when the manifest is not valid."""
+def manifest_checks(storage: Storage, name: str) -> dict[str, Check]:
+    """For each file the manifest of checkpoint folder `name` lists, the check of its bytes
+    (size and checksum); `CheckpointError` when the manifest is not valid."""
     manifest = _read_manifest(storage, name)
-    files = {file_name: (entry.size, entry.checksum) for file_name, entry in manifest.files.items()}
-    return files, manifest.hash, manifest.hash_chunk_bytes
+    return {file_name: _checker(storage, name, file_name, manifest)
+            for file_name in manifest.files}
 
 
 def _read_file(storage: Storage, path: str) -> bytes:
@@ -304,9 +304,8 @@ def _layout_problem(manifest: _Manifest) -> str | None:
     strays = [f for f in others if not is_shard_file(f)]
     if strays:
         return f"unexpected files {strays} in a sharded checkpoint"
-    ranks = {shard_rank(f) for f in others}
-    missing = [rank for rank in range(manifest.world_size) if rank not in ranks]
-    if missing or len(ranks - {None}) != manifest.world_size or None not in ranks:
+    ranks = {shard_rank(f) for f in others}  # None: DCP's metadata
+    if ranks != {*range(manifest.world_size), None}:
         return (f"a sharded checkpoint of {manifest.world_size} processes lists shard files of "
                 f"ranks {sorted(r for r in ranks if r is not None)} and "
                 f"{'a' if None in ranks else 'no'} DCP metadata file; expected files of ranks "

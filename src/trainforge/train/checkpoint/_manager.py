@@ -25,7 +25,7 @@ from trainforge.train.checkpoint._format import (
     copy_checkpoint,
     dir_name,
     load_checkpoint,
-    read_manifest_files,
+    manifest_checks,
     scan,
     step_of,
     write_checkpoint,
@@ -260,8 +260,8 @@ class CheckpointManager:
                     "`load` (every rank reads the whole state)")
             started = time.perf_counter()
             try:
-                files, hash_name, chunk = read_manifest_files(self._storage, candidate.name)
-                verify_shards(self._storage, candidate.name, files, hash_name, chunk, group)
+                checks = manifest_checks(self._storage, candidate.name)
+                verify_shards(self._storage, candidate.name, checks, group)
             except CheckpointError as exc:
                 warnings.warn(f"{exc}; falling back to an older checkpoint", CheckpointWarning,
                               stacklevel=2)

@@ -26,7 +26,7 @@ import torch.distributed.checkpoint as dcp
 
 from trainforge.errors import CheckpointError
 from trainforge.train.checkpoint._checksum import CHUNK_BYTES, DEFAULT_HASH, checksum
-from trainforge.train.checkpoint._storage import Storage
+from trainforge.train.checkpoint._storage import Check, Storage
 
 DCP_METADATA = ".metadata"
 FileEntry = tuple[int, str]  # size, checksum (DEFAULT_HASH, CHUNK_BYTES)
@@ -73,26 +73,17 @@ def save_shards(
 
 
 def verify_shards(
-    storage: Storage, name: str, files: Mapping[str, FileEntry], hash_name: str,
-    chunk_bytes: int, group: dist.ProcessGroup,
+    storage: Storage, name: str, checks: Mapping[str, Check], group: dist.ProcessGroup
 ) -> None:
-    """Check every file of `files` (rank r reads files r, r + W, ... in name order) against
-    its size and checksum; `CheckpointError` on every rank, naming each bad file."""
+    """Read and check every file of folder `name` that `checks` names (rank r the files
+    r, r + W, ... in name order); `CheckpointError` on every rank, naming each bad file."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     problems = []
-    for file in sorted(files)[rank::world]:
-        size, expected = files[file]
-        where = storage.uri_of(f"{name}/{file}")
+    for file in sorted(checks)[rank::world]:
         try:
-            data = storage.read_shard_file(f"{name}/{file}")
+            checks[file](storage.read_shard_file(f"{name}/{file}"))
         except CheckpointError as exc:
             problems.append(str(exc))
-            continue
-        if len(data) != size:
-            problems.append(f"{where}: {len(data)} bytes, manifest says {size} "
-                            "(truncated or replaced)")
-        elif checksum(data, hash_name, chunk_bytes) != expected:
-            problems.append(f"{where}: {hash_name} checksum mismatch (corrupted)")
     found = [problem for report in _gather(problems, group) for problem in report]
     if found:
         raise CheckpointError("; ".join(found))
