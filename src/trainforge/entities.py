@@ -212,3 +212,63 @@ class Pipeline:
     dag_config: dict[str, Any]
     schedule: str | None = None
     created_by: str | None = None
+
+
+class StepState(str, enum.Enum):
+    """One attempt of one step of a pipeline run. `retrying`: the attempt failed and another
+    follows; `cached`: the outputs of an earlier execution with the same cache key were reused;
+    `skipped`: a step it depends on failed, so it never ran."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CACHED = "cached"
+    SKIPPED = "skipped"
+    RETRYING = "retrying"
+
+    @property
+    def has_outputs(self) -> bool:
+        return self in (StepState.SUCCEEDED, StepState.CACHED)
+
+
+class PipelineRunStatus(str, enum.Enum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """One execution of a pipeline's DAG. `source` says how to build the DAG again (a resume
+    rebuilds it with the code as it is then); `options` are the runner's (no-cache, rerun,
+    max-parallel); `run_id` is the tracked run its steps record to, if any."""
+
+    pipeline_run_id: str
+    pipeline_id: str
+    status: PipelineRunStatus
+    source: dict[str, Any]
+    options: dict[str, Any]
+    run_id: str | None
+    started_at: datetime
+    ended_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One attempt of one step: its state, timings, error, cache key with the parts it hashes
+    (what `explain-cache` compares), its outputs as value-store references, and for a `cached`
+    attempt the step run whose outputs it reused."""
+
+    step_run_id: int
+    pipeline_run_id: str
+    step: str
+    attempt: int
+    state: StepState
+    started_at: datetime | None
+    ended_at: datetime | None
+    error: str | None
+    cache_key: str | None
+    cache_parts: dict[str, Any]
+    outputs: dict[str, Any]
+    cached_from: int | None

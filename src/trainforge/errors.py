@@ -17,6 +17,9 @@
     ├── ObjectStoreError            an object store cannot do what was asked (names key or URI)
     │   └── ObjectNotFound          no object under that key
     ├── ArtifactError               an artifact name or file is unusable
+    ├── ValueStoreError             a step's value cannot be stored or read back (names it)
+    ├── StepTimedOut                a step ran past its timeout (its process was killed)
+    ├── PipelineFailed              a pipeline run ended `failed` (names it and its failed steps)
     ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
     ├── ExportError                 a model cannot be exported, or no export can be served
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
@@ -146,6 +149,26 @@ class ObjectNotFound(ObjectStoreError):
 
 class ArtifactError(TrainforgeError):
     """An artifact name or file is unusable."""
+
+
+class ValueStoreError(TrainforgeError):
+    """A value passed between steps cannot be encoded, stored, found or decoded; the message
+    names the value (its step and output, or its key) and why."""
+
+
+class StepTimedOut(TrainforgeError):
+    """A step ran longer than its `timeout`; its process was killed (a failed attempt)."""
+
+
+class PipelineFailed(TrainforgeError):
+    """A pipeline run ended `failed`: names the pipeline run and its failed steps; the first
+    step's error is chained as the cause. `trainforge resume PIPELINE_RUN` continues it."""
+
+    def __init__(self, pipeline_run_id: str, failed: dict[str, str]) -> None:
+        self.pipeline_run_id = pipeline_run_id
+        self.failed = dict(failed)
+        listed = "; ".join(f"{step}: {error}" for step, error in failed.items())
+        super().__init__(f"pipeline run {pipeline_run_id} failed: {listed}")
 
 
 class CheckpointError(TrainforgeError):

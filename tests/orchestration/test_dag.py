@@ -38,18 +38,18 @@ def test_failing_step_is_reported_then_raised():
 
 
 def test_input_never_produced_is_rejected_at_definition():
-    with pytest.raises(TrainforgeError, match=r"inputs never produced: \['w'\]"):
+    with pytest.raises(TrainforgeError, match=r"step 'add': inputs: 'w' is produced by no step"):
         Dag("d", (Step("add", add, ("x", "w"), ("z",)),), initial=("x",))
 
 
 def test_cycle_is_rejected():
-    with pytest.raises(TrainforgeError, match="a cycle"):
+    with pytest.raises(TrainforgeError, match="steps a, b wait on each other"):
         Dag("d", (Step("a", add, ("z", "x"), ("y",)), Step("b", add, ("x", "y"), ("z",))),
             initial=("x",))
 
 
 def test_output_produced_twice_is_rejected():
-    with pytest.raises(TrainforgeError, match="'y' produced twice"):
+    with pytest.raises(TrainforgeError, match="step 'b': outputs: 'y' is produced by step 'a' too"):
         Dag("d", (Step("a", double, ("x",), ("y",)), Step("b", double, ("x",), ("y",))),
             initial=("x",))
 

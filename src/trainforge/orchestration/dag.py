@@ -1,28 +1,89 @@
 """Pipeline definitions as data: steps with named inputs and outputs.
 
-A `Dag` is immutable and knows nothing about how it runs; runners (`runner.py`) own execution,
-and later retries, caching and workers.
+A `Dag` is immutable and knows nothing about how it runs; runners own execution (`run_dag`:
+in memory; `InProcessRunner`: persisted states, value store, retries, timeouts, cache).
+
+A step's function is called with its inputs (values other steps produced, under their names
+or under the argument names `renames` gives), its `params` as keywords, and the
+`StepContext` under `context` when it names an argument for it. `after` orders a step after
+others it takes no value from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.errors import TrainforgeError
+from trainforge.errors import SpecError, TrainforgeError
 
-StepFn = Callable[..., dict[str, Any]]
+StepFn = Callable[..., Any]
+ERROR_KINDS = ("transient", "timeout", "error")  # what `retry_on` may name
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """`attempts` in all; before attempt n+1 the runner waits `backoff_s * 2**(n-1)` (at most
+    `max_backoff_s`) times a uniform draw in [1 - jitter, 1 + jitter]. Only errors of the kinds
+    in `retry_on` are retried: `transient` (storage and network errors), `timeout` (the step
+    ran past its timeout), `error` (any other error of the step's code); a spec or data error
+    never is."""
+
+    attempts: int = 1
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    jitter: float = 0.25
+    retry_on: tuple[str, ...] = ("transient", "timeout")
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.attempts < 1:
+            problems.append(f"attempts: {self.attempts} (expected 1 or more)")
+        if self.backoff_s < 0 or self.max_backoff_s < 0:
+            problems.append("backoff_s and max_backoff_s must not be negative")
+        if not 0 <= self.jitter <= 1:
+            problems.append(f"jitter: {self.jitter} (expected between 0 and 1)")
+        unknown = [kind for kind in self.retry_on if kind not in ERROR_KINDS]
+        if unknown:
+            problems.append(f"retry_on: {unknown} (expected some of {list(ERROR_KINDS)}; "
+                            "spec and data errors never retry)")
+        if problems:
+            raise SpecError([f"retry: {problem}" for problem in problems])
+
+    def delay(self, attempt: int, draw: random.Random) -> float:
+        """Seconds to wait after failed attempt `attempt` (1-based)."""
+        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        return base * draw.uniform(1 - self.jitter, 1 + self.jitter)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One unit of work: `fn(**inputs)` returns a dict holding exactly `outputs`."""
+    """One unit of work: `fn(**inputs, **params)` returns its `outputs`: a dict holding
+    exactly them, the value itself when there is one, or a tuple in their order.
+
+    `data` names params whose values are data files or folders: their content is hashed into
+    the cache key. `retry` and `timeout_s` (None: the DAG's defaults); `cache` False never
+    reuses outputs; `cache_ttl_s` reuses only outputs younger than that."""
 
     name: str
     fn: StepFn
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    renames: Mapping[str, str] = field(default_factory=dict)
+    context: str | None = None
+    after: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+    retry: RetryPolicy | None = None
+    timeout_s: float | None = None
+    cache: bool = True
+    cache_ttl_s: float | None = None
+
+    def arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of a call with the input values `values` (context aside)."""
+        return {**{self.renames.get(name, name): values[name] for name in self.inputs},
+                **self.params}
 
 
 @dataclass(frozen=True)
@@ -32,21 +93,37 @@ class Dag:
     name: str
     steps: tuple[Step, ...]
     initial: tuple[str, ...] = ()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_s: float | None = None
+    max_parallel: int = 1
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.steps]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
             raise TrainforgeError(f"dag {self.name!r}: duplicate step names {sorted(duplicates)}")
+        if self.max_parallel < 1:
+            raise SpecError([f"dag {self.name!r}: max_parallel: {self.max_parallel} "
+                             "(expected 1 or more)"])
+        for step in self.steps:
+            unknown = [name for name in step.after if name not in names]
+            if unknown:
+                raise SpecError([f"step {step.name!r}: after: {unknown} are not steps of "
+                                 f"dag {self.name!r}"])
         producers: dict[str, str] = {}
         for step in self.steps:
             for output in step.outputs:
                 if output in producers or output in self.initial:
-                    raise TrainforgeError(
-                        f"dag {self.name!r}: {output!r} produced twice "
-                        f"({producers.get(output, 'initial')} and {step.name})"
-                    )
+                    other = producers.get(output)
+                    raise SpecError([f"step {step.name!r}: outputs: {output!r} is produced by "
+                                     + (f"step {other!r} too" if other else
+                                        "the DAG's initial values too")])
                 producers[output] = step.name
+        for step in self.steps:
+            for name in step.inputs:
+                if name not in producers and name not in self.initial:
+                    raise SpecError([f"step {step.name!r}: inputs: {name!r} is produced by no "
+                                     f"step (known values: {sorted([*producers, *self.initial])})"])
         self.order()
 
     def order(self) -> list[Step]:
@@ -55,12 +132,12 @@ class Dag:
         pending = list(self.steps)
         ordered: list[Step] = []
         while pending:
-            ready = [s for s in pending if set(s.inputs) <= available]
+            done = {s.name for s in ordered}
+            ready = [s for s in pending if set(s.inputs) <= available and set(s.after) <= done]
             if not ready:
-                missing = {i for s in pending for i in s.inputs} - available - _outputs(pending)
-                detail = f"inputs never produced: {sorted(missing)}" if missing else "a cycle"
                 stuck = ", ".join(s.name for s in pending)
-                raise TrainforgeError(f"dag {self.name!r}: steps {stuck} cannot run: {detail}")
+                raise SpecError([f"dag {self.name!r}: steps {stuck} wait on each other (a "
+                                 "cycle through their inputs or `after`)"])
             for step in ready:
                 ordered.append(step)
                 available.update(step.outputs)
@@ -73,11 +150,47 @@ class Dag:
             "name": self.name,
             "initial": list(self.initial),
             "steps": [
-                {"name": s.name, "inputs": list(s.inputs), "outputs": list(s.outputs)}
+                {"name": s.name, "inputs": list(s.inputs), "outputs": list(s.outputs),
+                 **({"after": list(s.after)} if s.after else {})}
                 for s in self.steps
             ],
         }
 
 
-def _outputs(steps: Iterable[Step]) -> set[str]:
-    return {o for s in steps for o in s.outputs}
+def upstream(dag: Dag) -> dict[str, set[str]]:
+    """Each step's direct predecessors: the steps producing its inputs, and its `after`."""
+    producer = {output: step.name for step in dag.steps for output in step.outputs}
+    return {step.name: {producer[name] for name in step.inputs if name in producer}
+            | set(step.after) for step in dag.steps}
+
+
+def downstream(dag: Dag, names: Iterable[str]) -> set[str]:
+    """`names` and every step that depends on one of them, directly or not."""
+    before = upstream(dag)
+    found = set(names)
+    grew = True
+    while grew:
+        more = {step for step, needs in before.items() if needs & found} - found
+        found |= more
+        grew = bool(more)
+    return found
+
+
+def to_dot(dag: Dag) -> str:
+    """The DAG in Graphviz DOT: a box per step, an edge per value (labelled) or `after`."""
+    producer = {output: step.name for step in dag.steps for output in step.outputs}
+    lines = [f"digraph {_quoted(dag.name)} {{", "  rankdir=LR;", "  node [shape=box];"]
+    lines += [f"  {_quoted(value)} [shape=ellipse, style=dashed];" for value in dag.initial]
+    for step in dag.steps:
+        lines.append(f"  {_quoted(step.name)};")
+        for name in step.inputs:
+            source = producer.get(name, name)
+            lines.append(f"  {_quoted(source)} -> {_quoted(step.name)} [label={_quoted(name)}];")
+        lines += [f"  {_quoted(before)} -> {_quoted(step.name)} [style=dotted];"
+                  for before in step.after]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,20 +1,49 @@
-"""Run a `Dag` in this process, step after step, in dependency order."""
+"""Runners of a `Dag`.
+
+    run_dag          every step once, in memory, in this process (no states, no cache): the
+                     data preparation a tuning study shares, the ranks of a distributed run
+    InProcessRunner  a pipeline run: states persisted per attempt (`pipeline_runs`,
+                     `step_runs`), values through the value store, cache, retries with
+                     backoff, timeouts (the step in a process of its own), `max_parallel`
+                     steps at once in threads, and `resume` of a pipeline run that failed
+"""
 
 from __future__ import annotations
 
+import random
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any, Protocol
 
-from trainforge.errors import TrainforgeError
-from trainforge.orchestration.dag import Dag, Step
+from trainforge.config import Settings
+from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
+from trainforge.errors import PipelineFailed, SpecError, TrainforgeError
+from trainforge.orchestration._execution import (
+    IsolatedCall,
+    call_in_process,
+    describe,
+    error_kind,
+    importable,
+    run_isolated,
+)
+from trainforge.orchestration.cache import lookup, step_key, stored_refs
+from trainforge.orchestration.context import StepContext
+from trainforge.orchestration.dag import Dag, Step, downstream, upstream
+from trainforge.orchestration.fingerprint import Fingerprinter
+from trainforge.orchestration.values import ValueRef, ValueStore
+from trainforge.storage.contracts import PipelineRunStore
+from trainforge.tracking import RunRecorder
 
 
 @dataclass(frozen=True)
 class StepEvent:
     step: str
-    state: str  # "started" | "finished" | "failed"
+    state: str  # "started" | "finished" | "failed" | "retrying" | "cached" | "skipped"
     seconds: float = 0.0
 
 
@@ -52,3 +81,298 @@ def _run_step(step: Step, values: dict[str, Any], notify: StepListener) -> dict[
         )
     notify(StepEvent(step.name, "finished", time.perf_counter() - started))
     return produced
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a pipeline run uses the cache and its parallelism: `use_cache` False (--no-cache)
+    runs every step; `rerun` names steps that run whatever their key; `max_parallel` (None:
+    the DAG's) steps at once."""
+
+    use_cache: bool = True
+    rerun: frozenset[str] = frozenset()
+    max_parallel: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"use_cache": self.use_cache, "rerun": sorted(self.rerun),
+                "max_parallel": self.max_parallel}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunOptions:
+        return cls(bool(data.get("use_cache", True)), frozenset(data.get("rerun", ())),
+                   data.get("max_parallel"))
+
+
+class Runner(Protocol):
+    """Runs a DAG as one pipeline run (persisted), or continues one (`resume`)."""
+
+    def run(self, dag: Dag, *, initial: Mapping[str, Any] | None = None,
+            options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
+            resume: str | None = None) -> PipelineOutcome: ...
+
+
+@dataclass(frozen=True)
+class PipelineOutcome:
+    """A finished pipeline run: its record, each step's last attempt, and its values."""
+
+    pipeline_run: PipelineRun
+    steps: dict[str, StepRun]
+    refs: dict[str, ValueRef]
+    memory: dict[str, Any]
+    values: ValueStore
+
+    def value(self, name: str) -> Any:
+        """A value of the run: from memory, else decoded from the value store."""
+        if name in self.memory:
+            return self.memory[name]
+        if name not in self.refs:
+            raise KeyError(f"pipeline run {self.pipeline_run.pipeline_run_id} has no value "
+                           f"{name!r}")
+        return self.values.get(self.refs[name], f"value {name!r}")
+
+    def executed(self) -> list[str]:
+        """The steps whose last attempt ran their code (not cached, not skipped)."""
+        return [name for name, attempt in self.steps.items()
+                if attempt.state in (StepState.SUCCEEDED, StepState.FAILED)]
+
+
+class InProcessRunner:
+    """Runs steps in threads of this process (`max_parallel` at once), a step with a timeout in
+    a process of its own; persists every attempt's state to `store`, passes values through
+    `values`, reuses outputs by cache key, retries by each step's policy.
+
+    `recorder` is the tracked run steps record to (their context's), `settings` what a step in
+    its own process attaches to it with; `sleep` waits between attempts (tests pass one that
+    records)."""
+
+    def __init__(self, store: PipelineRunStore, values: ValueStore, *,
+                 recorder: RunRecorder | None = None, settings: Settings | None = None,
+                 listener: StepListener | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 seed: int | None = None) -> None:
+        self.store = store
+        self.values = values
+        self.recorder = recorder
+        self.settings = settings
+        self.listener = listener or (lambda event: None)
+        self.sleep = sleep
+        self.draw = random.Random(seed)
+
+    def run(self, dag: Dag, *, initial: Mapping[str, Any] | None = None,
+            options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
+            resume: str | None = None) -> PipelineOutcome:
+        """Run `dag` (or continue the pipeline run `resume`: only the steps without stored
+        outputs and those downstream of them run). `PipelineFailed` naming the failed steps
+        when one fails; the steps that do not depend on it still run."""
+        initial = dict(initial or {})
+        missing = set(dag.initial) - set(initial)
+        if missing:
+            raise TrainforgeError(f"dag {dag.name!r}: missing initial values {sorted(missing)}")
+        if resume is None:
+            options = options or RunOptions()
+            record = self.store.create_pipeline_run(
+                uuid.uuid4().hex, dag.name, dict(source or {}), options.to_json(),
+                getattr(self.recorder, "run_id", None))
+            earlier: list[StepRun] = []
+        else:
+            record = self.store.get_pipeline_run(resume)
+            options = options or RunOptions.from_json(record.options)
+            earlier = self.store.list_step_runs(resume)
+            record = self.store.set_pipeline_run_status(resume, PipelineRunStatus.RUNNING)
+        execution = _Execution(self, dag, record, options, initial, earlier)
+        try:
+            execution.run()
+        except BaseException:
+            self.store.set_pipeline_run_status(record.pipeline_run_id, PipelineRunStatus.FAILED)
+            raise
+        status = (PipelineRunStatus.FAILED if execution.failed else
+                  PipelineRunStatus.SUCCEEDED)
+        record = self.store.set_pipeline_run_status(record.pipeline_run_id, status)
+        if execution.failed:
+            raise PipelineFailed(record.pipeline_run_id, execution.failed) from execution.cause
+        return PipelineOutcome(record, execution.last, dict(execution.refs),
+                               dict(execution.memory), self.values)
+
+
+class _StepFailed(Exception):
+    pass
+
+
+class _Execution:
+    """One pipeline run's moving state: values so far, each step's last attempt."""
+
+    def __init__(self, runner: InProcessRunner, dag: Dag, record: PipelineRun,
+                 options: RunOptions, initial: dict[str, Any], earlier: list[StepRun]) -> None:
+        self.runner = runner
+        self.dag = dag
+        self.record = record
+        self.options = options
+        self.memory: dict[str, Any] = dict(initial)
+        self.refs: dict[str, ValueRef] = {}
+        self.last: dict[str, StepRun] = {}
+        self.failed: dict[str, str] = {}
+        self.cause: BaseException | None = None
+        self.fingerprints = Fingerprinter()
+        self.lock = threading.Lock()
+        self.attempts = {run.step: run.attempt for run in earlier}
+        self.reused = self._reusable(earlier)
+
+    def _reusable(self, earlier: list[StepRun]) -> set[str]:
+        """Steps of a resumed run whose stored outputs are kept: those whose last attempt has
+        outputs in the value store, unless a step they depend on runs again."""
+        last: dict[str, StepRun] = {}
+        for attempt in earlier:
+            last[attempt.step] = attempt
+        kept = set()
+        for name, attempt in last.items():
+            refs = stored_refs(attempt.outputs)
+            if (attempt.state.has_outputs and refs is not None
+                    and not self.runner.values.missing(list(refs.values()))):
+                kept.add(name)
+        names = {step.name for step in self.dag.steps}
+        kept &= names
+        kept -= downstream(self.dag, names - kept)
+        for name in kept:
+            self.last[name] = last[name]
+            self.refs.update(stored_refs(last[name].outputs) or {})
+        return kept
+
+    def run(self) -> None:
+        before = upstream(self.dag)
+        pending = [step for step in self.dag.order() if step.name not in self.reused]
+        rows = {step.name: self._add(step.name, StepState.PENDING) for step in pending}
+        parallel = self.options.max_parallel or self.dag.max_parallel
+        blocked: set[str] = set()
+        with ThreadPoolExecutor(parallel, thread_name_prefix="trainforge-step") as pool:
+            running: dict[Future[None], Step] = {}
+            while pending or running:
+                for step in list(pending):
+                    needs = before[step.name]
+                    if needs & blocked:
+                        pending.remove(step)
+                        blocked.add(step.name)
+                        self._skip(rows[step.name], sorted(needs & blocked))
+                    elif needs <= set(self.last) and len(running) < parallel:
+                        pending.remove(step)
+                        running[pool.submit(self._step, step, rows[step.name])] = step
+                if not running:
+                    continue
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    step = running.pop(future)
+                    try:
+                        future.result()
+                    except _StepFailed as exc:
+                        blocked.add(step.name)
+                        self.failed[step.name] = str(exc)
+                        self.cause = self.cause or exc.__cause__
+
+    def _add(self, step: str, state: StepState) -> StepRun:
+        with self.lock:
+            self.attempts[step] = self.attempts.get(step, 0) + 1
+            attempt = self.attempts[step]
+        return self.runner.store.add_step_run(self.record.pipeline_run_id, step, attempt, state)
+
+    def _skip(self, row: StepRun, failed: list[str]) -> None:
+        now = _now()
+        reason = f"not run: {', '.join(failed)} did not succeed"
+        self.runner.store.update_step_run(row.step_run_id, StepState.SKIPPED, ended_at=now,
+                                          error=reason)
+        self.last[row.step] = replace(row, state=StepState.SKIPPED, ended_at=now, error=reason)
+        self.runner.listener(StepEvent(row.step, "skipped"))
+
+    def _step(self, step: Step, row: StepRun) -> None:
+        """Reuse the step's cached outputs, or run its attempts; `_StepFailed` after the
+        last."""
+        store = self.runner.store
+        inputs = {name: self.refs.get(name) for name in step.inputs}
+        key = step_key(step, inputs, self.fingerprints)
+        refusal = ("no-cache" if not self.options.use_cache else
+                   "rerun" if step.name in self.options.rerun else None)
+        decision, hit = lookup(store, self.runner.values, step, key, refusal)
+        parts = {**key.parts, "decision": decision,
+                 **({"reason": key.reason} if key.reason else {})}
+        if hit is not None:
+            now = _now()
+            store.update_step_run(row.step_run_id, StepState.CACHED, started_at=now,
+                                  ended_at=now, cache_key=key.digest, cache_parts=parts,
+                                  outputs=hit.outputs, cached_from=hit.step_run_id)
+            self._finish(replace(row, state=StepState.CACHED, cache_key=key.digest,
+                                 cache_parts=parts, outputs=hit.outputs,
+                                 cached_from=hit.step_run_id), stored_refs(hit.outputs) or {})
+            self.runner.listener(StepEvent(step.name, "cached"))
+            return
+        policy = step.retry or self.dag.retry
+        timeout = step.timeout_s if step.timeout_s is not None else self.dag.timeout_s
+        for number in range(1, policy.attempts + 1):
+            started = _now()
+            store.update_step_run(row.step_run_id, StepState.RUNNING, started_at=started,
+                                  cache_key=key.digest, cache_parts=parts)
+            self.runner.listener(StepEvent(step.name, "started"))
+            clock = time.perf_counter()
+            try:
+                outputs, refs = self._attempt(step, row.attempt, inputs, timeout)
+            except BaseException as exc:  # noqa: BLE001 - recorded, then retried or raised
+                kind, message = error_kind(exc), describe(exc)
+                retry = number < policy.attempts and kind in policy.retry_on
+                state = StepState.RETRYING if retry else StepState.FAILED
+                store.update_step_run(row.step_run_id, state, ended_at=_now(),
+                                      error=f"{kind}: {message}")
+                self.runner.listener(StepEvent(step.name, "retrying" if retry else "failed",
+                                               time.perf_counter() - clock))
+                if not retry:
+                    self.last[step.name] = replace(row, state=state, error=message)
+                    raise _StepFailed(message) from exc
+                self.runner.sleep(policy.delay(number, self.runner.draw))
+                row = self._add(step.name, StepState.PENDING)
+                continue
+            store.update_step_run(row.step_run_id, StepState.SUCCEEDED, ended_at=_now(),
+                                  outputs=outputs)
+            self._finish(replace(row, state=StepState.SUCCEEDED, cache_key=key.digest,
+                                 cache_parts=parts, outputs=outputs), refs)
+            self.runner.listener(StepEvent(step.name, "finished", time.perf_counter() - clock))
+            return
+
+    def _attempt(self, step: Step, attempt: int, inputs: dict[str, ValueRef | None],
+                 timeout: float | None) -> tuple[dict[str, Any], dict[str, ValueRef]]:
+        """Run the step once: (outputs as recorded, references of the stored ones)."""
+        if timeout is not None:
+            module, qualname = importable(step)
+            memory = [name for name, ref in inputs.items() if ref is None]
+            if memory:
+                raise SpecError([f"step {step.name!r}: timeout: a step with a timeout runs in "
+                                 f"a process of its own, and its input {memory[0]!r} is held "
+                                 "in memory (no codec stores it)"])
+            isolated = run_isolated(IsolatedCall(
+                step, module, qualname, {name: ref.to_json() for name, ref in inputs.items()
+                                         if ref is not None},
+                self.runner.values, self.record.pipeline_run_id, attempt,
+                self.record.run_id, self.runner.settings), timeout)
+            return {name: ref.to_json() for name, ref in isolated.items()}, isolated
+        values = {name: self.memory[name] if ref is None else
+                  self.runner.values.get(ref, f"step {step.name!r} input {name!r}")
+                  for name, ref in inputs.items()}
+        context = StepContext.make(step.name, self.record.pipeline_run_id, attempt,
+                                   self.runner.recorder)
+        produced = call_in_process(step, values, context)
+        recorded: dict[str, Any] = {}
+        refs: dict[str, ValueRef] = {}
+        for name, value in produced.items():
+            ref = self.runner.values.put(value, f"step {step.name!r} output {name!r}")
+            if ref is None:
+                with self.lock:
+                    self.memory[name] = value
+                recorded[name] = {"memory": type(value).__name__}
+            else:
+                refs[name] = ref
+                recorded[name] = ref.to_json()
+        return recorded, refs
+
+    def _finish(self, row: StepRun, refs: dict[str, ValueRef]) -> None:
+        with self.lock:
+            self.refs.update(refs)
+            self.last[row.step] = row
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)

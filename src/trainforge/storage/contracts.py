@@ -7,6 +7,7 @@
     DataVersionStore  content-addressed data versions
     RegistryStore     model versions, their stages, stage history and aliases
     WebhookStore      webhook subscriptions and the log of their deliveries
+    PipelineRunStore  pipeline runs and the attempts of their steps (the runner's state)
     Store             all of them, plus `close()`: what `open_store(url)` returns
 
 A function takes the narrowest of these it needs (`RunCheckpointStore` and `RunRecordStore`
@@ -52,9 +53,13 @@ from trainforge.entities import (
     ModelStage,
     ModelVersion,
     Pipeline,
+    PipelineRun,
+    PipelineRunStatus,
     Run,
     RunStatus,
     StageChange,
+    StepRun,
+    StepState,
     Webhook,
     WebhookDelivery,
 )
@@ -445,6 +450,55 @@ class WebhookStore(Protocol):
     ) -> Page[WebhookDelivery]: ...
 
 
+class PipelineRunStore(Protocol):
+    """Pipeline runs and the attempts of their steps: what the runner persists
+    (`trainforge.orchestration`), what `resume` and `explain-cache` read back.
+
+    - `create_pipeline_run` records a `running` execution of an upserted pipeline (`NotFound`
+      naming it otherwise; `Conflict` when the id is taken); `set_pipeline_run_status` sets
+      `ended_at` when the status is terminal and clears it when it is `running` again (a
+      resume);
+    - `find_pipeline_run` takes an id or a unique prefix of one (`Ambiguous` listing the
+      matches when several start so);
+    - `add_step_run` inserts one attempt and returns it with its id; `update_step_run` changes
+      its state and, when given, its timings, error, cache key and parts, outputs and
+      `cached_from`; `list_step_runs` returns a pipeline run's attempts in the order they were
+      added;
+    - `find_cached(cache_key, newer_than)` is the newest `succeeded` attempt with that key that
+      ended after `newer_than` (any time when None): the execution a cache hit reuses, never a
+      `cached` copy of it; `previous_step_run` is the newest attempt of `step` of the same
+      pipeline with a cache key, added before `before` (a step run id): what `explain-cache`
+      compares an attempt with.
+    """
+
+    def create_pipeline_run(self, pipeline_run_id: str, pipeline_id: str,
+                            source: dict[str, Any], options: dict[str, Any],
+                            run_id: str | None = None) -> PipelineRun: ...
+
+    def get_pipeline_run(self, pipeline_run_id: str) -> PipelineRun: ...
+
+    def find_pipeline_run(self, id_or_prefix: str) -> PipelineRun: ...
+
+    def set_pipeline_run_status(self, pipeline_run_id: str,
+                                status: PipelineRunStatus) -> PipelineRun: ...
+
+    def add_step_run(self, pipeline_run_id: str, step: str, attempt: int, state: StepState,
+                     started_at: datetime | None = None) -> StepRun: ...
+
+    def update_step_run(
+        self, step_run_id: int, state: StepState, *, started_at: datetime | None = None,
+        ended_at: datetime | None = None, error: str | None = None,
+        cache_key: str | None = None, cache_parts: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None, cached_from: int | None = None,
+    ) -> None: ...
+
+    def list_step_runs(self, pipeline_run_id: str) -> list[StepRun]: ...
+
+    def find_cached(self, cache_key: str, newer_than: datetime | None = None) -> StepRun | None: ...
+
+    def previous_step_run(self, pipeline_id: str, step: str, before: int) -> StepRun | None: ...
+
+
 class RunCheckpointStore(RunStore, CheckpointStore, Protocol):
     """Runs and their checkpoint records: what listing and pruning a run's checkpoints needs."""
 
@@ -461,7 +515,7 @@ class RegistryEventStore(RegistryStore, WebhookStore, Protocol):
 
 class Store(
     ExperimentStore, RunStore, MetricStore, CheckpointStore, DataVersionStore, RegistryStore,
-    WebhookStore, Protocol,
+    WebhookStore, PipelineRunStore, Protocol,
 ):
     """Every area of the store; `open_store(url)` returns one.
 

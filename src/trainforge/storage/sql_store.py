@@ -49,14 +49,24 @@ from trainforge.entities import (
     ModelStage,
     ModelVersion,
     Pipeline,
+    PipelineRun,
+    PipelineRunStatus,
     Run,
     RunStatus,
     StageChange,
+    StepRun,
+    StepState,
     Webhook,
     WebhookDelivery,
 )
 from trainforge.errors import Ambiguous, Conflict, NotFound, StoreError, StoreUnavailable
-from trainforge.storage import sql_checkpoints, sql_data_versions, sql_metrics, sql_registry
+from trainforge.storage import (
+    sql_checkpoints,
+    sql_data_versions,
+    sql_metrics,
+    sql_pipeline_runs,
+    sql_registry,
+)
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
@@ -547,6 +557,58 @@ class SqlStore:
     def list_data_tags(self, data_version_id: str | None = None) -> list[DataTag]:
         with self._read() as session:
             return sql_data_versions.list_tags(session, data_version_id)
+
+    # pipeline runs and step runs
+
+    def create_pipeline_run(self, pipeline_run_id: str, pipeline_id: str,
+                            source: dict[str, Any], options: dict[str, Any],
+                            run_id: str | None = None) -> PipelineRun:
+        with self._write() as session:
+            return sql_pipeline_runs.create_run(session, pipeline_run_id, pipeline_id, source,
+                                                options, run_id)
+
+    def get_pipeline_run(self, pipeline_run_id: str) -> PipelineRun:
+        with self._read() as session:
+            return sql_pipeline_runs.get_run(session, pipeline_run_id)
+
+    def find_pipeline_run(self, id_or_prefix: str) -> PipelineRun:
+        with self._read() as session:
+            return sql_pipeline_runs.find_run(session, id_or_prefix)
+
+    def set_pipeline_run_status(self, pipeline_run_id: str,
+                                status: PipelineRunStatus) -> PipelineRun:
+        with self._write() as session:
+            return sql_pipeline_runs.set_status(session, pipeline_run_id, status)
+
+    def add_step_run(self, pipeline_run_id: str, step: str, attempt: int, state: StepState,
+                     started_at: datetime | None = None) -> StepRun:
+        with self._write() as session:
+            return sql_pipeline_runs.add_step(session, pipeline_run_id, step, attempt, state,
+                                              started_at)
+
+    def update_step_run(
+        self, step_run_id: int, state: StepState, *, started_at: datetime | None = None,
+        ended_at: datetime | None = None, error: str | None = None,
+        cache_key: str | None = None, cache_parts: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None, cached_from: int | None = None,
+    ) -> None:
+        changes = {"started_at": started_at, "ended_at": ended_at, "error": error,
+                   "cache_key": cache_key, "cache_parts": cache_parts, "outputs": outputs,
+                   "cached_from": cached_from}
+        with self._write() as session:
+            sql_pipeline_runs.update_step(session, step_run_id, state, changes)
+
+    def list_step_runs(self, pipeline_run_id: str) -> list[StepRun]:
+        with self._read() as session:
+            return sql_pipeline_runs.list_steps(session, pipeline_run_id)
+
+    def find_cached(self, cache_key: str, newer_than: datetime | None = None) -> StepRun | None:
+        with self._read() as session:
+            return sql_pipeline_runs.find_cached(session, cache_key, newer_than)
+
+    def previous_step_run(self, pipeline_id: str, step: str, before: int) -> StepRun | None:
+        with self._read() as session:
+            return sql_pipeline_runs.previous_step(session, pipeline_id, step, before)
 
     # model registry
 

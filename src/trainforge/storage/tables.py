@@ -139,6 +139,47 @@ class DataProfileRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class PipelineRunRow(Base):
+    """One execution of a pipeline's DAG; its steps' attempts are `step_runs`."""
+
+    __tablename__ = "pipeline_runs"
+    __table_args__ = (Index("ix_pipeline_runs_pipeline_id_started_at", "pipeline_id",
+                            "started_at"),)
+
+    pipeline_run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    pipeline_id: Mapped[str] = mapped_column(ForeignKey("pipelines.pipeline_id"))
+    status: Mapped[str] = mapped_column(String(16))
+    source: Mapped[dict[str, Any]]
+    options: Mapped[dict[str, Any]]
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None]
+
+
+class StepRunRow(Base):
+    """One attempt of one step of a pipeline run. A cache lookup finds the newest row with the
+    key whose state has outputs (`ix_step_runs_cache_key`)."""
+
+    __tablename__ = "step_runs"
+    __table_args__ = (Index("ix_step_runs_pipeline_run_id_step", "pipeline_run_id", "step"),
+                      Index("ix_step_runs_cache_key", "cache_key"))
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    pipeline_run_id: Mapped[str] = mapped_column(ForeignKey("pipeline_runs.pipeline_run_id"))
+    step: Mapped[str] = mapped_column(String(255))
+    attempt: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    cache_key: Mapped[str | None] = mapped_column(String(64))
+    cache_parts: Mapped[dict[str, Any]]
+    outputs: Mapped[dict[str, Any]]
+    cached_from: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"))
+
+
 class RunRow(Base):
     """A run. Its metrics live in `run_metrics` (latest values and summary) and `metrics` (series).
 

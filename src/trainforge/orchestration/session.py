@@ -1,0 +1,141 @@
+"""A user pipeline from where it is declared, run as one tracked run with the settings' store,
+artifact root and value store; and resumed by its pipeline run id.
+
+    load_pipeline    "package.module:attribute" (a `Pipeline`, a `Dag`, or a function making
+                     one) or a YAML file (`name`, `steps`, `max_parallel`, `retries`,
+                     `backoff`, `timeout`) → the DAG and the source a resume rebuilds it from
+    run_steps        the DAG through `InProcessRunner`, recording to a tracked run in the
+                     experiment named after the pipeline
+    resume_steps     a pipeline run again, from its recorded source (the code as it is now)
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainforge.config import Settings
+from trainforge.entities import Pipeline as PipelineRecord
+from trainforge.entities import PipelineRunStatus
+from trainforge.errors import ResumeRefused, SpecError
+from trainforge.orchestration.dag import Dag, RetryPolicy
+from trainforge.orchestration.runner import (
+    InProcessRunner,
+    PipelineOutcome,
+    RunOptions,
+    StepListener,
+)
+from trainforge.orchestration.steps import Pipeline, steps_from_yaml
+from trainforge.orchestration.values import ValueStore
+from trainforge.storage import Store
+from trainforge.storage.objects import open_object_store
+
+_YAML_KEYS = {"name", "steps", "max_parallel", "retries", "backoff", "timeout"}
+
+
+def load_pipeline(target: str) -> tuple[Dag, dict[str, Any]]:
+    """(the DAG, its source) of a YAML file or a `module:attribute`."""
+    path = Path(target)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return _from_yaml(path), {"yaml": str(path.resolve())}
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise SpecError([f"{target}: expected a YAML file or 'package.module:attribute'"])
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise SpecError([f"{target}: does not import: {type(exc).__name__}: {exc}"]) from exc
+    if callable(found) and not isinstance(found, (Pipeline, Dag)):
+        found = found()
+    if isinstance(found, Pipeline):
+        return found.dag, {"python": target}
+    if isinstance(found, Dag):
+        return found, {"python": target}
+    raise SpecError([f"{target}: is a {type(found).__name__}, expected a Pipeline or a Dag"])
+
+
+def _from_yaml(path: Path) -> Dag:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SpecError([f"{path}: cannot be read: {exc}"]) from exc
+    except yaml.YAMLError as exc:
+        raise SpecError([f"{path}: is not valid YAML: {exc}"]) from exc
+    if not isinstance(document, dict):
+        raise SpecError([f"{path}: expected a mapping with name and steps"])
+    unknown = sorted(set(document) - _YAML_KEYS)
+    if unknown:
+        raise SpecError([f"{path}: unknown fields {unknown} (expected some of "
+                         f"{sorted(_YAML_KEYS)})"])
+    name = document.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError([f"{path}: name: expected the pipeline's name"])
+    steps = steps_from_yaml(document.get("steps"), str(path))
+    retries = document.get("retries", 0)
+    if not isinstance(retries, int) or retries < 0:
+        raise SpecError([f"{path}: retries: {retries!r} (expected a whole number >= 0)"])
+    try:
+        return Dag(name, tuple(steps), max_parallel=int(document.get("max_parallel", 1)),
+                   retry=RetryPolicy(retries + 1, float(document.get("backoff", 1.0))),
+                   timeout_s=document.get("timeout"))
+    except SpecError as exc:
+        raise SpecError([f"{path}: {problem}" for problem in exc.problems]) from exc
+
+
+def value_store(settings: Settings) -> ValueStore:
+    """The value store under the settings' artifact root (`<root>/values/`)."""
+    return ValueStore(open_object_store(settings.artifact_root))
+
+
+def run_steps(dag: Dag, *, settings: Settings | None = None, store: Store | None = None,
+              options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
+              listener: StepListener | None = None, resume: str | None = None) -> PipelineOutcome:
+    """Run `dag` as a new pipeline run (or continue `resume`) recording to a tracked run."""
+    from trainforge.tracking import default_store, start_run
+
+    settings = settings or Settings.from_env()
+    store = store if store is not None else default_store(settings)
+    store.upsert_pipeline(PipelineRecord(dag.name, dag.name, dag.describe()))
+    run_id = None
+    if resume is not None:
+        run_id = store.get_pipeline_run(resume).run_id
+    handle = start_run(dag.name, {"pipeline": dag.describe()} if run_id is None else None,
+                       store=store, settings=settings, resume=run_id, pipeline_id=dag.name,
+                       system={"pipeline_source": dict(source or {})})
+    runner = InProcessRunner(store, value_store(settings), recorder=handle, settings=settings,
+                             listener=listener)
+    with handle:
+        return runner.run(dag, options=options, source=source, resume=resume)
+
+
+def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
+                 store: Store | None = None,
+                 listener: StepListener | None = None) -> PipelineOutcome:
+    """Continue pipeline run `pipeline_run_id` (an id or unique prefix): its DAG rebuilt from
+    its source with the code as it is now; the steps without stored outputs and those after
+    them run. `ResumeRefused` when it succeeded or was started without a source."""
+    from trainforge.tracking import default_store
+
+    settings = settings or Settings.from_env()
+    store = store if store is not None else default_store(settings)
+    record = store.find_pipeline_run(pipeline_run_id)
+    if record.status is PipelineRunStatus.SUCCEEDED:
+        raise ResumeRefused(f"pipeline run {record.pipeline_run_id} succeeded; there is "
+                            "nothing to resume")
+    target = record.source.get("python") or record.source.get("yaml")
+    if not target:
+        raise ResumeRefused(f"pipeline run {record.pipeline_run_id} was started without a "
+                            "source to build it from again; resume it from Python with "
+                            "run_steps(dag, resume=...)")
+    dag, source = load_pipeline(str(target))
+    if dag.name != record.pipeline_id:
+        raise ResumeRefused(f"pipeline run {record.pipeline_run_id} ran pipeline "
+                            f"{record.pipeline_id!r}; {target} now declares {dag.name!r}")
+    return run_steps(dag, settings=settings, store=store, source=source, listener=listener,
+                     resume=record.pipeline_run_id)

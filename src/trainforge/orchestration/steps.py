@@ -1,0 +1,257 @@
+"""User steps: `@step` on a function and `Pipeline([...])` of them, or the same from YAML
+(`steps_from_yaml`), turned into a `Dag`.
+
+A step function's arguments say what it takes: one annotated `StepContext` (or named `ctx` /
+`context`) gets the context; the others without a default are inputs (values other steps
+produce, under the argument's name unless `inputs` maps it to another); those with a default
+are params (`params` overrides them). It returns its outputs: the value itself for one, a
+dict or a tuple in order for several.
+
+    @step(outputs=["frame"], retries=2, timeout=60)
+    def load(source: str = "data/rows.csv") -> pd.DataFrame: ...
+
+    pipeline = Pipeline([load, scale.using(params={"factor": 3})], name="demo")
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from trainforge.errors import SpecError
+from trainforge.orchestration.dag import Dag, RetryPolicy, Step
+
+_CONTEXT_NAMES = ("ctx", "context")
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How a step is placed and run; None leaves the pipeline's default."""
+
+    name: str | None = None
+    outputs: tuple[str, ...] = ()
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+    retry: RetryPolicy | None = None
+    timeout_s: float | None = None
+    cache: bool = True
+    cache_ttl_s: float | None = None
+
+
+class StepDefinition:
+    """A function with its step options; calling it calls the function."""
+
+    def __init__(self, fn: Callable[..., Any], options: StepOptions) -> None:
+        self.fn = fn
+        self.options = options
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def name(self) -> str:
+        return self.options.name or self.fn.__name__
+
+    def using(self, *, name: str | None = None, inputs: Mapping[str, str] | None = None,
+              params: Mapping[str, Any] | None = None,
+              after: Sequence[str] | None = None) -> StepDefinition:
+        """The same function as another step: renamed, wired to other values, other params
+        (merged over these), placed after other steps."""
+        options = replace(
+            self.options, name=name or self.options.name,
+            inputs={**self.options.inputs, **(inputs or {})},
+            params={**self.options.params, **(params or {})},
+            after=tuple(after) if after is not None else self.options.after)
+        return StepDefinition(self.fn, options)
+
+    def to_step(self) -> Step:
+        return make_step(self.fn, self.options)
+
+
+def step(fn: Callable[..., Any] | None = None, *, outputs: Sequence[str] = (),
+         name: str | None = None, inputs: Mapping[str, str] | None = None,
+         params: Mapping[str, Any] | None = None, after: Sequence[str] = (),
+         data: Sequence[str] = (), retries: int = 0, backoff_s: float = 1.0,
+         max_backoff_s: float = 60.0, jitter: float = 0.25,
+         retry_on: Sequence[str] | None = None, timeout: float | None = None,
+         cache: bool = True, ttl: float | None = None) -> Any:
+    """Declare a function a pipeline step (see the module's docstring). `retries` more
+    attempts after the first, waiting `backoff_s` doubled each time with `jitter`, for errors
+    of the kinds in `retry_on` (default: transient and timeout); `timeout` seconds per attempt
+    (the step then runs in a process of its own); `data` names params holding data paths,
+    whose content is hashed into the cache key; `cache` False or a `ttl` in seconds limit
+    reuse."""
+    retry = None
+    if retries or retry_on is not None:
+        retry = RetryPolicy(retries + 1, backoff_s, max_backoff_s, jitter,
+                            tuple(retry_on) if retry_on is not None else ("transient",
+                                                                           "timeout"))
+    options = StepOptions(name, tuple(outputs), dict(inputs or {}), dict(params or {}),
+                          tuple(after), tuple(data), retry, timeout, cache, ttl)
+
+    def declare(function: Callable[..., Any]) -> StepDefinition:
+        make_step(function, options)  # a bad declaration fails where it is written
+        return StepDefinition(function, options)
+
+    return declare(fn) if fn is not None else declare
+
+
+def make_step(fn: Callable[..., Any], options: StepOptions) -> Step:
+    """The `Step` of `fn` with `options`: inputs, params and context from its signature."""
+    name = str(options.name or getattr(fn, "__name__", "step"))
+    where = f"step {name!r} ({_qualified(fn)})"
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise SpecError([f"{where}: its signature cannot be read: {exc}"]) from exc
+    context, inputs, defaults = None, [], {}
+    for argument in signature.parameters.values():
+        if argument.kind in (argument.VAR_POSITIONAL, argument.VAR_KEYWORD):
+            raise SpecError([f"{where}: *{argument.name}: a step takes named arguments only"])
+        if _is_context(argument):
+            context = argument.name
+        elif argument.default is inspect.Parameter.empty:
+            inputs.append(argument.name)
+        else:
+            defaults[argument.name] = argument.default
+    problems = [f"{where}: inputs: {arg!r} is not an argument without a default"
+                for arg in options.inputs if arg not in inputs]
+    problems += [f"{where}: params: {param!r} is not an argument with a default "
+                 f"(params: {sorted(defaults)})" for param in options.params
+                 if param not in defaults]
+    problems += [f"{where}: data: {param!r} is not a param" for param in options.data
+                 if param not in defaults]
+    if problems:
+        raise SpecError(problems)
+    values = tuple(options.inputs.get(arg, arg) for arg in inputs)
+    renames = {options.inputs[arg]: arg for arg in inputs if arg in options.inputs}
+    return Step(name, fn, values, options.outputs, {**defaults, **options.params}, renames,
+                context, options.after, options.data, options.retry, options.timeout_s,
+                options.cache, options.cache_ttl_s)
+
+
+def _is_context(argument: inspect.Parameter) -> bool:
+    annotation = argument.annotation
+    named = getattr(annotation, "__name__", annotation)
+    return named == "StepContext" or (annotation is inspect.Parameter.empty
+                                      and argument.name in _CONTEXT_NAMES)
+
+
+def _qualified(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
+class Pipeline:
+    """A DAG of user steps: `Pipeline([load, scale, train], name="demo", max_parallel=2)`.
+    Defaults for every step: `retries` (with `backoff_s`, `retry_on`) and `timeout`."""
+
+    def __init__(self, steps: Sequence[StepDefinition | Step | Callable[..., Any]], *,
+                 name: str, max_parallel: int = 1, retries: int = 0, backoff_s: float = 1.0,
+                 retry_on: Sequence[str] = ("transient", "timeout"),
+                 timeout: float | None = None) -> None:
+        built = []
+        for item in steps:
+            if isinstance(item, StepDefinition):
+                built.append(item.to_step())
+            elif isinstance(item, Step):
+                built.append(item)
+            else:
+                built.append(make_step(item, StepOptions()))
+        self.dag = Dag(name, tuple(built), max_parallel=max_parallel,
+                       retry=RetryPolicy(retries + 1, backoff_s, retry_on=tuple(retry_on)),
+                       timeout_s=timeout)
+
+    @property
+    def name(self) -> str:
+        return self.dag.name
+
+
+def import_function(target: str, where: str) -> Callable[..., Any]:
+    """The function `package.module:function` names; SpecError naming `where` and why not."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise SpecError([f"{where}: {target!r} (expected 'package.module:function')"])
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to see
+        raise SpecError([f"{where}: {target!r} does not import: "
+                         f"{type(exc).__name__}: {exc}"]) from exc
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise SpecError([f"{where}: {target!r}: module {module_name!r} has no {part!r}"])
+        found = getattr(found, part)
+    if not callable(found):
+        raise SpecError([f"{where}: {target!r} is a {type(found).__name__}, not a function"])
+    return found.fn if isinstance(found, StepDefinition) else found
+
+
+def steps_from_yaml(entries: Any, where: str) -> list[Step]:
+    """The `steps:` list of a YAML file: each with `name`, `uses`, `inputs` (a list, or a
+    mapping argument -> value), `outputs`, `params`, `after`, `data`, `retries`, `backoff`,
+    `retry_on`, `timeout`, `cache`, `ttl`. Errors name `where`, the entry and the field."""
+    if not isinstance(entries, list):
+        raise SpecError([f"{where}: steps: expected a list of steps"])
+    steps = []
+    for index, entry in enumerate(entries):
+        at = f"{where}: steps[{index}]"
+        if not isinstance(entry, dict):
+            raise SpecError([f"{at}: expected a mapping with name, uses, outputs, ..."])
+        unknown = sorted(set(entry) - _YAML_FIELDS)
+        if unknown:
+            raise SpecError([f"{at}: unknown fields {unknown} (expected some of "
+                             f"{sorted(_YAML_FIELDS)})"])
+        if "uses" not in entry:
+            raise SpecError([f"{at}.uses: missing ('package.module:function')"])
+        name = entry.get("name")
+        label = f"{at} ({name})" if name else at
+        fn = import_function(str(entry["uses"]), f"{label}.uses")
+        steps.append(make_step(fn, _yaml_options(entry, label)))
+    return steps
+
+
+_YAML_FIELDS = {"name", "uses", "inputs", "outputs", "params", "after", "data", "retries",
+                "backoff", "retry_on", "timeout", "cache", "ttl"}
+
+
+def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
+    inputs = entry.get("inputs") or {}
+    if isinstance(inputs, list):
+        inputs = {str(name): str(name) for name in inputs}
+    if not isinstance(inputs, dict):
+        raise SpecError([f"{at}.inputs: expected a list of value names, or a mapping "
+                         "argument -> value name"])
+    lists = {}
+    for key in ("outputs", "after", "data", "retry_on"):
+        value = entry.get(key)
+        if value is not None and not (isinstance(value, list)
+                                      and all(isinstance(v, str) for v in value)):
+            raise SpecError([f"{at}.{key}: expected a list of names"])
+        lists[key] = tuple(value or ())
+    params = entry.get("params") or {}
+    if not isinstance(params, dict):
+        raise SpecError([f"{at}.params: expected a mapping of argument -> value"])
+    retry = None
+    retries = entry.get("retries", 0)
+    if not isinstance(retries, int) or retries < 0:
+        raise SpecError([f"{at}.retries: {retries!r} (expected a whole number >= 0)"])
+    if retries or "retry_on" in entry:
+        try:
+            retry = RetryPolicy(retries + 1, float(entry.get("backoff", 1.0)),
+                                retry_on=lists["retry_on"] or ("transient", "timeout"))
+        except SpecError as exc:
+            raise SpecError([f"{at}.{problem}" for problem in exc.problems]) from exc
+    for key in ("timeout", "ttl"):
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+            raise SpecError([f"{at}.{key}: {value!r} (expected seconds > 0)"])
+    return StepOptions(entry.get("name"), lists["outputs"],
+                       {str(k): str(v) for k, v in inputs.items() if k != v}, params,
+                       lists["after"], lists["data"], retry, entry.get("timeout"),
+                       bool(entry.get("cache", True)), entry.get("ttl"))
