@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainforge.entities import Pipeline
 from trainforge.storage import (
     CheckpointStore,
     DataVersionStore,
@@ -54,3 +55,11 @@ def experiment_id(store: Store) -> str:
 @pytest.fixture
 def run_id(store: Store, experiment_id: str) -> str:
     return store.create_run(experiment_id, {}, {}, "file:///a").run_id
+
+
+@pytest.fixture
+def pipeline_runs(store: Store) -> Store:
+    """A store with pipelines `p` and `q`: pipeline runs need their pipeline."""
+    for name in ("p", "q"):
+        store.upsert_pipeline(Pipeline(name, name, {}))
+    return store

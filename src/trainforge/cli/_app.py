@@ -21,6 +21,7 @@ from trainforge.cli import (
     _data,
     _models,
     _pbt,
+    _pipelines,
     _render,
     _runs,
     _serving,
@@ -66,6 +67,10 @@ app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(_tune.tune_app, name="tune")
 app.add_typer(_data.data_app, name="data")
 app.command("tune-worker")(_tune.tune_worker)
+app.add_typer(_pipelines.pipeline_app, name="pipeline")
+app.command("dag")(_pipelines.dag)
+app.command("resume")(_pipelines.resume)
+app.command("explain-cache")(_pipelines.explain_cache)
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(

@@ -13,9 +13,10 @@
              trainforge itself) and the Python version
     outputs  the output names
 
-First-party code is what is neither in the standard library nor installed (site-packages), nor
-trainforge (versioned as a dependency). A step whose input has no codec (held in memory) or
-whose params are not plain values gets no key: it always runs, and the reason is recorded.
+First-party code is what is neither in the standard library nor installed (in a
+`site-packages` or `dist-packages` folder), nor trainforge (versioned as a dependency). A step
+whose input has no codec (held in memory) or whose params are not plain values gets no key: it
+always runs, and the reason is recorded.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import hashlib
 import importlib.metadata
 import inspect
 import json
-import site
 import sys
 import sysconfig
 import textwrap
@@ -248,12 +248,9 @@ def _constant_tuple(value: Any) -> bool:
 
 
 @functools.cache
-def _installed_roots() -> tuple[str, ...]:
-    roots = {sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib",
-                                                        "platlib")}
-    roots.update(site.getsitepackages())
-    roots.add(site.getusersitepackages())
-    return tuple(str(Path(root).resolve()) for root in roots if root)
+def _standard_library() -> tuple[str, ...]:
+    return tuple(str(Path(sysconfig.get_paths()[name]).resolve())
+                 for name in ("stdlib", "platstdlib"))
 
 
 def _first_party(module: types.ModuleType | None) -> bool:
@@ -265,8 +262,10 @@ def _first_party(module: types.ModuleType | None) -> bool:
     file = getattr(module, "__file__", None)
     if not file:
         return False
-    resolved = str(Path(file).resolve())
-    return not any(resolved.startswith(root + "/") for root in _installed_roots())
+    resolved = Path(file).resolve()
+    if {"site-packages", "dist-packages"} & set(resolved.parts):
+        return False
+    return not any(str(resolved).startswith(root + "/") for root in _standard_library())
 
 
 def _module_label(module: types.ModuleType | None) -> str:

@@ -297,7 +297,8 @@ class _Execution:
             store.update_step_run(row.step_run_id, StepState.CACHED, started_at=now,
                                   ended_at=now, cache_key=key.digest, cache_parts=parts,
                                   outputs=hit.outputs, cached_from=hit.step_run_id)
-            self._finish(replace(row, state=StepState.CACHED, cache_key=key.digest,
+            self._finish(replace(row, state=StepState.CACHED, started_at=now, ended_at=now,
+                                 cache_key=key.digest,
                                  cache_parts=parts, outputs=hit.outputs,
                                  cached_from=hit.step_run_id), stored_refs(hit.outputs) or {})
             self.runner.listener(StepEvent(step.name, "cached"))
@@ -316,20 +317,24 @@ class _Execution:
                 kind, message = error_kind(exc), describe(exc)
                 retry = number < policy.attempts and kind in policy.retry_on
                 state = StepState.RETRYING if retry else StepState.FAILED
-                store.update_step_run(row.step_run_id, state, ended_at=_now(),
+                ended = _now()
+                store.update_step_run(row.step_run_id, state, ended_at=ended,
                                       error=f"{kind}: {message}")
                 self.runner.listener(StepEvent(step.name, "retrying" if retry else "failed",
                                                time.perf_counter() - clock))
                 if not retry:
-                    self.last[step.name] = replace(row, state=state, error=message)
+                    self.last[step.name] = replace(row, state=state, started_at=started,
+                                                   ended_at=ended, error=f"{kind}: {message}")
                     raise _StepFailed(message) from exc
                 self.runner.sleep(policy.delay(number, self.runner.draw))
                 row = self._add(step.name, StepState.PENDING)
                 continue
-            store.update_step_run(row.step_run_id, StepState.SUCCEEDED, ended_at=_now(),
+            ended = _now()
+            store.update_step_run(row.step_run_id, StepState.SUCCEEDED, ended_at=ended,
                                   outputs=outputs)
-            self._finish(replace(row, state=StepState.SUCCEEDED, cache_key=key.digest,
-                                 cache_parts=parts, outputs=outputs), refs)
+            self._finish(replace(row, state=StepState.SUCCEEDED, started_at=started,
+                                 ended_at=ended, cache_key=key.digest, cache_parts=parts,
+                                 outputs=outputs), refs)
             self.runner.listener(StepEvent(step.name, "finished", time.perf_counter() - clock))
             return
 

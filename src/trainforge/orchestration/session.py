@@ -12,6 +12,7 @@ artifact root and value store; and resumed by its pipeline run id.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,12 @@ _YAML_KEYS = {"name", "steps", "max_parallel", "retries", "backoff", "timeout"}
 
 
 def load_pipeline(target: str) -> tuple[Dag, dict[str, Any]]:
-    """(the DAG, its source) of a YAML file or a `module:attribute`."""
+    """(the DAG, its source) of a YAML file or a `module:attribute`. Modules import from the
+    working directory (and a YAML file's folder), as `python -m` would."""
     path = Path(target)
+    _import_from(Path.cwd())
     if path.suffix in (".yaml", ".yml") or path.is_file():
+        _import_from(path.resolve().parent)
         return _from_yaml(path), {"yaml": str(path.resolve())}
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
@@ -58,6 +62,11 @@ def load_pipeline(target: str) -> tuple[Dag, dict[str, Any]]:
     if isinstance(found, Dag):
         return found, {"python": target}
     raise SpecError([f"{target}: is a {type(found).__name__}, expected a Pipeline or a Dag"])
+
+
+def _import_from(folder: Path) -> None:
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 def _from_yaml(path: Path) -> Dag:

@@ -1,0 +1,223 @@
+"""Commands over pipelines of user steps and their pipeline runs: `pipeline run TARGET`,
+`pipeline show PIPELINE_RUN`, `dag SPEC`, `resume PIPELINE_RUN`, `explain-cache PIPELINE_RUN
+STEP`. TARGET is a YAML file of steps or `package.module:attribute` (a `Pipeline`); `dag`
+also draws the standard training pipeline of a spec."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+import yaml
+
+from trainforge.cli import _context, _render
+from trainforge.errors import (
+    Ambiguous,
+    NotFound,
+    PipelineFailed,
+    ResumeRefused,
+    SpecError,
+)
+
+if TYPE_CHECKING:
+    from trainforge.orchestration import Dag, PipelineOutcome, StepEvent
+
+pipeline_app = typer.Typer(no_args_is_help=True, help="Pipelines of your own steps: run one, "
+                           "show a pipeline run's step states.")
+Target = Annotated[str, typer.Argument(
+    metavar="TARGET", help="A YAML file of steps, or package.module:attribute (a Pipeline).")]
+PipelineRunId = Annotated[str, typer.Argument(
+    metavar="PIPELINE_RUN", help="A pipeline run id, or its first characters.")]
+
+
+@pipeline_app.command("run")
+def pipeline_run(
+    target: Target,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Run every step; reuse nothing.")]
+    = False,
+    rerun: Annotated[Optional[list[str]], typer.Option(
+        metavar="STEP", help="Run this step whatever its cache key (repeatable).")] = None,
+    max_parallel: Annotated[Optional[int], typer.Option(
+        min=1, help="Steps at once (default: the pipeline's max_parallel).")] = None,
+    as_json: _render.JsonFlag = False,
+) -> None:
+    """Run the pipeline TARGET declares as one pipeline run, reusing cached step outputs."""
+    from trainforge.orchestration import RunOptions
+    from trainforge.orchestration.session import load_pipeline, run_steps
+
+    _setup_logging(as_json)
+    try:
+        dag, source = load_pipeline(target)
+        unknown = sorted(set(rerun or ()) - {step.name for step in dag.steps})
+        if unknown:
+            _render.fail(f"--rerun: {unknown} are not steps of pipeline {dag.name!r} "
+                         f"(steps: {[step.name for step in dag.steps]})", 2)
+        options = RunOptions(not no_cache, frozenset(rerun or ()), max_parallel)
+        outcome = run_steps(dag, settings=_context.settings(), store=_context.store(),
+                            options=options, source=source,
+                            listener=None if as_json else _print_step)
+    except SpecError as exc:
+        _render.fail(str(exc), 2)
+    except PipelineFailed as exc:
+        _failed(exc)
+    _report(outcome, as_json)
+
+
+@pipeline_app.command("show")
+def pipeline_show(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) -> None:
+    """A pipeline run's status and every attempt of its steps."""
+    store = _context.existing_store()
+    try:
+        record = store.find_pipeline_run(pipeline_run_id)
+    except (NotFound, Ambiguous) as exc:
+        _render.fail(str(exc), 1)
+    attempts = store.list_step_runs(record.pipeline_run_id)
+    rows = [[a.step, a.attempt, a.state.value, _seconds(a.started_at, a.ended_at),
+             (a.cache_key or "")[:12] or None, a.error] for a in attempts]
+    if as_json:
+        _render.emit_json({"pipeline_run_id": record.pipeline_run_id,
+                           "pipeline": record.pipeline_id, "status": record.status.value,
+                           "run_id": record.run_id,
+                           "steps": [{"step": a.step, "attempt": a.attempt,
+                                      "state": a.state.value, "error": a.error,
+                                      "cache_key": a.cache_key, "cached_from": a.cached_from,
+                                      "started_at": a.started_at, "ended_at": a.ended_at}
+                                     for a in attempts]})
+        return
+    typer.echo(f"pipeline run {record.pipeline_run_id} of {record.pipeline_id}: "
+               f"{record.status.value}")
+    _render.emit_table("Steps", ["step", "attempt", "state", "seconds", "key", "error"], rows,
+                       empty="no steps")
+
+
+def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) -> None:
+    """Continue a failed pipeline run: the steps that did not succeed, and those after them,
+    run again with the code as it is now; the others' stored outputs are reused."""
+    from trainforge.orchestration.session import resume_steps
+
+    _setup_logging(as_json)
+    try:
+        outcome = resume_steps(pipeline_run_id, settings=_context.settings(),
+                               store=_context.existing_store(),
+                               listener=None if as_json else _print_step)
+    except (NotFound, Ambiguous) as exc:
+        _render.fail(str(exc), 1)
+    except (SpecError, ResumeRefused) as exc:
+        _render.fail(str(exc), 2)
+    except PipelineFailed as exc:
+        _failed(exc)
+    _report(outcome, as_json)
+
+
+def explain_cache(pipeline_run_id: PipelineRunId,
+                  step: Annotated[str, typer.Argument(help="The step's name.")],
+                  as_json: _render.JsonFlag = False) -> None:
+    """Why STEP of a pipeline run reused stored outputs or ran: the execution it reused, or
+    what changed since the step's previous execution."""
+    from trainforge.orchestration.cache import explain
+
+    store = _context.existing_store()
+    try:
+        record = store.find_pipeline_run(pipeline_run_id)
+    except (NotFound, Ambiguous) as exc:
+        _render.fail(str(exc), 1)
+    attempts = [a for a in store.list_step_runs(record.pipeline_run_id) if a.step == step]
+    if not attempts:
+        names = sorted({a.step for a in store.list_step_runs(record.pipeline_run_id)})
+        _render.fail(f"pipeline run {record.pipeline_run_id} has no step {step!r} "
+                     f"(steps: {names})", 1)
+    last = attempts[-1]
+    lines = explain(store, record.pipeline_id, last)
+    if as_json:
+        _render.emit_json({"step": step, "state": last.state.value,
+                           "cache_key": last.cache_key, "reasons": lines})
+        return
+    typer.echo("\n".join(lines))
+
+
+def dag(
+    spec: Annotated[str, typer.Argument(
+        help="A pipeline spec, a YAML file of steps, or package.module:attribute.")],
+    dot: Annotated[Optional[Path], typer.Option(
+        help="Where to write the Graphviz DOT (default: <pipeline name>.dot; - for stdout).")]
+    = None,
+) -> None:
+    """Print the DAG a spec or pipeline declares, step by step, and write it as Graphviz DOT."""
+    from trainforge.orchestration import to_dot
+
+    try:
+        graph = _load_dag(spec)
+    except SpecError as exc:
+        _render.fail(str(exc), 2)
+    drawing = to_dot(graph)
+    if dot is not None and str(dot) == "-":
+        sys.stdout.write(drawing)
+        return
+    for step in graph.order():
+        wiring = f"{', '.join(step.inputs) or '-'} -> {', '.join(step.outputs) or '-'}"
+        after = f"  (after {', '.join(step.after)})" if step.after else ""
+        typer.echo(f"{step.name:<16} {wiring}{after}")
+    path = dot or Path(f"{graph.name}.dot")
+    path.write_text(drawing)
+    typer.echo(f"\nGraphviz DOT written to {path} (render: dot -Tpng {path} -o dag.png)")
+
+
+def _load_dag(spec: str) -> Dag:
+    """The DAG of a standard pipeline spec (a YAML with `model:`), or of user steps."""
+    from trainforge.orchestration.session import load_pipeline
+
+    path = Path(spec)
+    if path.is_file() and path.suffix in (".yaml", ".yml"):
+        try:
+            document = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise SpecError([f"{path}: is not valid YAML: {exc}"]) from exc
+        if isinstance(document, dict) and "steps" not in document:
+            from trainforge.pipeline import plan_pipeline
+
+            return plan_pipeline(spec).dag(None)
+    return load_pipeline(spec)[0]
+
+
+def _setup_logging(quiet: bool) -> None:
+    if quiet:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("trainforge")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+
+
+def _print_step(event: StepEvent) -> None:
+    log = logging.getLogger("trainforge")
+    if event.state == "finished":
+        log.info("step %-12s done in %.2fs", event.step, event.seconds)
+    elif event.state in ("failed", "retrying", "cached", "skipped"):
+        log.info("step %-12s %s", event.step, event.state)
+
+
+def _failed(exc: PipelineFailed) -> None:
+    _render.fail(f"{exc}\nsee: trainforge pipeline show {exc.pipeline_run_id}\n"
+                 f"continue it: trainforge resume {exc.pipeline_run_id}", 1)
+
+
+def _report(outcome: PipelineOutcome, as_json: bool) -> None:
+    record = outcome.pipeline_run
+    states = {name: attempt.state.value for name, attempt in outcome.steps.items()}
+    if as_json:
+        _render.emit_json({"pipeline_run_id": record.pipeline_run_id,
+                           "pipeline": record.pipeline_id, "status": record.status.value,
+                           "run_id": record.run_id, "steps": states})
+        return
+    typer.echo(f"pipeline run {record.pipeline_run_id} {record.status.value}: "
+               + ", ".join(f"{name} {state}" for name, state in states.items()))
+
+
+def _seconds(started: object, ended: object) -> float | None:
+    if started is None or ended is None:
+        return None
+    return (ended - started).total_seconds()  # type: ignore[operator]

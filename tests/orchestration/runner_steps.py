@@ -1,0 +1,58 @@
+"""Steps the runner tests run; at module level, so a step with a timeout can be imported by
+its own process."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from trainforge.errors import DataError, ObjectStoreError
+from trainforge.orchestration import StepContext
+
+
+def numbers(count: int = 4) -> pd.DataFrame:
+    return pd.DataFrame({"x": list(range(count))})
+
+
+def doubled(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame * 2
+
+
+def total(frame: pd.DataFrame) -> float:
+    return float(frame["x"].sum())
+
+
+def flaky(frame: pd.DataFrame, ctx: StepContext, failures: int = 2,
+          kind: str = "transient") -> float:
+    """Fails its first `failures` attempts with an error of `kind`."""
+    if ctx.attempt <= failures:
+        if kind == "transient":
+            raise ObjectStoreError("s3://bucket/x", "SlowDown, try again")
+        if kind == "data":
+            raise DataError("rows.csv line 3: x: expected a number")
+        raise ValueError("a bug")
+    return float(len(frame))
+
+
+def sleepy(pid_file: str = "", seconds: float = 60.0) -> int:
+    """Writes its pid, then sleeps."""
+    Path(pid_file).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def where(frame: pd.DataFrame) -> dict:
+    """Runs anywhere; says in which process and what it got."""
+    return {"pid": os.getpid(), "rows": len(frame)}
+
+
+def wait(seconds: float = 1.0) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def broken(frame: pd.DataFrame) -> float:
+    raise ValueError("broken on purpose")

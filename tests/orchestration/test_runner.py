@@ -1,0 +1,179 @@
+"""`InProcessRunner`: states per attempt, retries with backoff, timeouts that kill the step's
+process, parallel steps, failures that skip only what depends on them."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import runner_steps as rs
+
+from trainforge.entities import PipelineRunStatus, StepState
+from trainforge.errors import PipelineFailed
+from trainforge.orchestration import (
+    Dag,
+    InProcessRunner,
+    RetryPolicy,
+    RunOptions,
+    ValueStore,
+)
+from trainforge.orchestration.steps import StepOptions, make_step
+from trainforge.storage import Store, open_store
+from trainforge.storage.objects import open_object_store
+
+
+@pytest.fixture
+def sqlite_store(sqlite_url: str) -> Iterator[Store]:
+    """Tests of the runner's behaviour, not of the store, run on SQLite only."""
+    opened = open_store(sqlite_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def values(tmp_path: Path) -> ValueStore:
+    return ValueStore(open_object_store(tmp_path / "values"))
+
+
+def _dag(*steps, **options) -> Dag:
+    return Dag("p", tuple(steps), **options)
+
+
+def _step(fn, outputs=(), **options):
+    return make_step(fn, StepOptions(outputs=tuple(outputs), **options))
+
+
+def _runner(store: Store, values: ValueStore, **options) -> InProcessRunner:
+    from trainforge.entities import Pipeline
+
+    store.upsert_pipeline(Pipeline("p", "p", {}))
+    return InProcessRunner(store, values, seed=0, **options)
+
+
+def _attempts(store: Store, pipeline_run_id: str, step: str) -> list:
+    return [a for a in store.list_step_runs(pipeline_run_id) if a.step == step]
+
+
+def test_each_step_is_persisted_with_its_state_timings_and_outputs(
+        store: Store, values: ValueStore) -> None:
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(rs.doubled, ["twice"]),
+               _step(rs.total, ["sum"], inputs={"frame": "twice"}))
+    outcome = _runner(store, values).run(dag)
+    assert outcome.value("sum") == 12.0
+    assert outcome.pipeline_run.status is PipelineRunStatus.SUCCEEDED
+    stored = store.list_step_runs(outcome.pipeline_run.pipeline_run_id)
+    assert [(a.step, a.attempt, a.state) for a in stored] == [
+        ("numbers", 1, StepState.SUCCEEDED), ("doubled", 1, StepState.SUCCEEDED),
+        ("total", 1, StepState.SUCCEEDED)]
+    assert all(a.started_at <= a.ended_at and a.cache_key for a in stored)
+    frame_ref = stored[0].outputs["frame"]
+    assert frame_ref["codec"] == "parquet" and stored[1].cache_parts["inputs"] == {
+        "frame": frame_ref["digest"]}
+
+
+def test_transient_errors_are_retried_after_a_growing_jittered_backoff(
+        sqlite_store: Store, values: ValueStore) -> None:
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        time.sleep(seconds)
+
+    retry = RetryPolicy(attempts=3, backoff_s=0.2, jitter=0.25)
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(rs.flaky, ["n"], retry=retry))
+    outcome = _runner(sqlite_store, values, sleep=sleep).run(dag)
+    assert outcome.value("n") == 4.0
+    attempts = _attempts(sqlite_store, outcome.pipeline_run.pipeline_run_id, "flaky")
+    assert [(a.attempt, a.state) for a in attempts] == [
+        (1, StepState.RETRYING), (2, StepState.RETRYING), (3, StepState.SUCCEEDED)]
+    assert attempts[0].error.startswith("transient: s3://bucket/x: SlowDown")
+    assert 0.15 <= slept[0] <= 0.25 and 0.3 <= slept[1] <= 0.5  # 0.2, then 0.4, +-25 %
+    for failed, next_one in zip(attempts, attempts[1:]):
+        waited = (next_one.started_at - failed.ended_at).total_seconds()
+        assert waited >= slept[failed.attempt - 1] - 0.01
+
+
+@pytest.mark.parametrize(("kind", "retry_on", "attempts"), [
+    ("data", ("transient", "timeout", "error"), 1),  # a data error never retries
+    ("error", ("transient", "timeout"), 1),  # a bug retries only when asked
+    ("error", ("error",), 3),
+])
+def test_only_the_error_kinds_in_retry_on_are_retried(
+        sqlite_store: Store, values: ValueStore, kind: str, retry_on: tuple[str, ...],
+        attempts: int) -> None:
+    retry = RetryPolicy(attempts=3, backoff_s=0.0, retry_on=retry_on)
+    dag = _dag(_step(rs.numbers, ["frame"]),
+               _step(rs.flaky, ["n"], retry=retry, params={"failures": 5, "kind": kind}))
+    with pytest.raises(PipelineFailed, match="flaky") as raised:
+        _runner(sqlite_store, values).run(dag)
+    tried = _attempts(sqlite_store, raised.value.pipeline_run_id, "flaky")
+    assert len(tried) == attempts and tried[-1].state is StepState.FAILED
+    assert tried[-1].error.startswith(f"{kind}: ")
+
+
+def test_a_timeout_kills_the_steps_process_and_counts_as_a_failed_attempt(
+        sqlite_store: Store, values: ValueStore, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    retry = RetryPolicy(attempts=2, backoff_s=0.0)
+    dag = _dag(_step(rs.sleepy, ["pid"], params={"pid_file": str(pid_file)}, timeout_s=4.0,
+                     retry=retry))
+    started = time.monotonic()
+    with pytest.raises(PipelineFailed, match="ran past its timeout of 4 s") as raised:
+        _runner(sqlite_store, values).run(dag)
+    assert time.monotonic() - started < 30  # two attempts of 4 s, not two of 60 s
+    tried = _attempts(sqlite_store, raised.value.pipeline_run_id, "sleepy")
+    assert [(a.attempt, a.state) for a in tried] == [(1, StepState.RETRYING),
+                                                      (2, StepState.FAILED)]
+    assert all(a.error.startswith("timeout: ") for a in tried)
+    pid = int(pid_file.read_text())
+    assert pid != os.getpid()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_step_with_a_timeout_gets_and_hands_on_values_through_the_value_store(
+        sqlite_store: Store, values: ValueStore) -> None:
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(rs.where, ["where"], timeout_s=60.0),
+               _step(rs.total, ["sum"]))
+    outcome = _runner(sqlite_store, values).run(dag)
+    assert outcome.value("where")["rows"] == 4
+    assert outcome.value("where")["pid"] != os.getpid()
+
+
+def test_independent_steps_run_at_once_up_to_max_parallel(
+        sqlite_store: Store, values: ValueStore) -> None:
+    steps = [_step(rs.wait, [f"w{i}"], name=f"w{i}", params={"seconds": 1.0})
+             for i in range(3)]
+    runner = _runner(sqlite_store, values)
+
+    def spans(max_parallel: int) -> list[tuple]:
+        outcome = runner.run(_dag(*steps, max_parallel=max_parallel),
+                             options=RunOptions(use_cache=False))
+        return sorted((a.started_at, a.ended_at) for a in outcome.steps.values())
+
+    def overlapping(found: list[tuple]) -> int:
+        """The most steps running at one moment (each step's start)."""
+        return max(sum(1 for s, e in found if s <= start < e) for start, _ in found)
+
+    assert overlapping(spans(1)) == 1
+    assert overlapping(spans(2)) == 2
+    assert overlapping(spans(3)) == 3
+
+
+def test_a_failed_step_skips_what_depends_on_it_and_not_the_rest(
+        store: Store, values: ValueStore) -> None:
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(rs.broken, ["b"]),
+               _step(rs.total, ["t"], inputs={"frame": "b"}, name="after_broken"),
+               _step(rs.doubled, ["twice"]))
+    with pytest.raises(PipelineFailed, match="broken: ValueError: broken on purpose") as raised:
+        _runner(store, values).run(dag)
+    record = store.get_pipeline_run(raised.value.pipeline_run_id)
+    assert record.status is PipelineRunStatus.FAILED and record.ended_at is not None
+    states = {a.step: a.state for a in store.list_step_runs(record.pipeline_run_id)}
+    assert states == {"numbers": StepState.SUCCEEDED, "broken": StepState.FAILED,
+                      "after_broken": StepState.SKIPPED, "doubled": StepState.SUCCEEDED}
+    skipped = _attempts(store, record.pipeline_run_id, "after_broken")[0]
+    assert skipped.error == "not run: broken did not succeed"
