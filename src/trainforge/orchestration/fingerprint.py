@@ -231,6 +231,8 @@ class _CodeWalk:
             if _first_party(home):
                 label = f"{_module_label(home)}:{'.'.join(chain)}"
                 self.code[label] = hashlib.sha256(repr(found).encode()).hexdigest()
+            elif home is not None:
+                self._third(home.__name__)
         elif callable(found) or hasattr(found, "__module__"):
             self._third(getattr(found, "__module__", None) or type(found).__module__)
 
