@@ -60,13 +60,15 @@ class StepDefinition:
         return self.options.name or self.fn.__name__
 
     def using(self, *, name: str | None = None, inputs: Mapping[str, str] | None = None,
-              params: Mapping[str, Any] | None = None,
+              outputs: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
               after: Sequence[str] | None = None) -> StepDefinition:
-        """The same function as another step: renamed, wired to other values, other params
-        (merged over these), placed after other steps."""
+        """The same function as another step: renamed, wired to other values (`inputs`:
+        argument -> value name; other `outputs`), other params (merged over these), placed
+        after other steps."""
         options = replace(
             self.options, name=name or self.options.name,
             inputs={**self.options.inputs, **(inputs or {})},
+            outputs=tuple(outputs) if outputs is not None else self.options.outputs,
             params={**self.options.params, **(params or {})},
             after=tuple(after) if after is not None else self.options.after)
         return StepDefinition(self.fn, options)

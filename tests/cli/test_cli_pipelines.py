@@ -1,0 +1,200 @@
+"""Pipelines of user steps from the command line: `pipeline run` (Python and YAML),
+`resume` of a pipeline run that failed, `dag`, `explain-cache`, `pipeline show`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from home import home_store
+
+from trainforge.config import Settings
+from trainforge.entities import StepState
+from trainforge.orchestration import ValueRef, ValueStore
+from trainforge.storage.objects import open_object_store
+
+TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
+CHAIN = '''
+    from pathlib import Path
+
+    import chain_fix
+    from trainforge.orchestration import Pipeline, step
+
+
+    @step(outputs=["v1"])
+    def start(log: str = "executions.log") -> int:
+        Path(log).open("a").write("s1\\n")
+        return 1
+
+
+    @step
+    def add(value: int, log: str = "executions.log", name: str = "") -> int:
+        Path(log).open("a").write(name + "\\n")
+        return value + 1
+
+
+    @step
+    def checked_add(value: int, log: str = "executions.log", name: str = "") -> int:
+        Path(log).open("a").write(name + "\\n")
+        chain_fix.check()
+        return value + 1
+
+
+    def _link(number: int):
+        made = checked_add if number == 7 else add
+        return made.using(name=f"s{number}", inputs={"value": f"v{number - 1}"},
+                          outputs=[f"v{number}"], params={"name": f"s{number}"})
+
+
+    pipeline = Pipeline([start.using(name="s1"), *(_link(n) for n in range(2, 11))],
+                        name="chain")
+'''
+STEPS_YAML = '''
+    name: yaml-chain
+    max_parallel: 2
+    steps:
+      - name: first
+        uses: chain:start
+        outputs: [v1]
+      - name: left
+        uses: chain:add
+        inputs: {value: v1}
+        outputs: [left]
+        params: {name: left}
+      - name: right
+        uses: chain:add
+        inputs: {value: v1}
+        outputs: [right]
+        params: {name: right}
+        retries: 2
+        timeout: 120
+      - name: join
+        uses: chain:add
+        inputs: {value: left}
+        outputs: [joined]
+        params: {name: join}
+        after: [right]
+'''
+
+
+def cli(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, timeout=300,
+                          cwd=project)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "chain.py").write_text(textwrap.dedent(CHAIN).lstrip())
+    (tmp_path / "chain_fix.py").write_text(
+        "def check():\n    raise RuntimeError('step 7 is broken')\n")
+    (tmp_path / "steps.yaml").write_text(textwrap.dedent(STEPS_YAML).lstrip())
+    return tmp_path
+
+
+def executed(project: Path) -> list[str]:
+    log = project / "executions.log"
+    lines = log.read_text().split() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+def test_a_failed_pipeline_run_resumes_at_the_failed_step(project: Path) -> None:
+    failed = cli(project, "pipeline", "run", "chain:pipeline")
+    assert failed.returncode == 1, failed.stderr
+    assert "s7: RuntimeError: step 7 is broken" in failed.stderr
+    pipeline_run = re.search(r"trainforge resume (\w+)", failed.stderr).group(1)
+    assert executed(project) == ["s1", "s2", "s3", "s4", "s5", "s6", "s7"]
+    shown = json.loads(cli(project, "pipeline", "show", pipeline_run[:8], "--json").stdout)
+    assert shown["status"] == "failed"
+    assert [(s["step"], s["state"]) for s in shown["steps"]][5:] == [
+        ("s6", "succeeded"), ("s7", "failed"), ("s8", "skipped"), ("s9", "skipped"),
+        ("s10", "skipped")]
+
+    (project / "chain_fix.py").write_text("def check():\n    return None\n")  # the fix
+    resumed = cli(project, "resume", pipeline_run, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert executed(project) == ["s7", "s8", "s9", "s10"]  # the failed step and those after
+    assert json.loads(resumed.stdout)["status"] == "succeeded"
+    attempts = home_store().list_step_runs(pipeline_run)
+    last = {a.step: a for a in attempts}
+    assert [last[f"s{n}"].attempt for n in range(1, 11)] == [1] * 6 + [2] * 4
+    assert all(last[f"s{n}"].state is StepState.SUCCEEDED for n in range(1, 11))
+    values = ValueStore(open_object_store(Settings.from_env().artifact_root))
+    assert values.get(ValueRef.from_json(last["s10"].outputs["v10"])) == 10
+
+    again = cli(project, "resume", pipeline_run)
+    assert again.returncode == 2 and "succeeded; there is nothing to resume" in again.stderr
+    missing = cli(project, "resume", "feedbeef")
+    assert missing.returncode == 1 and "pipeline run 'feedbeef' not found" in missing.stderr
+
+
+@pytest.mark.slow
+def test_a_second_run_reuses_every_step_and_explains_why(project: Path) -> None:
+    first = cli(project, "pipeline", "run", "steps.yaml", "--json")
+    assert first.returncode == 0, first.stderr
+    assert sorted(executed(project)) == ["join", "left", "right", "s1"]
+    second = json.loads(cli(project, "pipeline", "run", "steps.yaml", "--json").stdout)
+    assert set(second["steps"].values()) == {"cached"}
+    assert executed(project) == []
+    hit = cli(project, "explain-cache", second["pipeline_run_id"], "join")
+    assert hit.stdout.startswith("hit: key ")
+
+    (project / "chain.py").write_text(
+        (project / "chain.py").read_text().replace("return value + 1", "return value + 2"))
+    third = json.loads(cli(project, "pipeline", "run", "steps.yaml", "--json").stdout)
+    assert third["steps"] == {"first": "cached", "left": "succeeded", "right": "succeeded",
+                              "join": "succeeded"}
+    why = cli(project, "explain-cache", third["pipeline_run_id"], "left").stdout
+    assert why == "miss: chain.py:add changed\n"
+    rerun = json.loads(cli(project, "pipeline", "run", "steps.yaml", "--rerun", "right",
+                           "--json").stdout)
+    assert rerun["steps"]["right"] == "succeeded" and rerun["steps"]["left"] == "cached"
+    assert cli(project, "explain-cache", rerun["pipeline_run_id"],
+               "right").stdout == "miss: the step was named by --rerun\n"
+    fresh = json.loads(cli(project, "pipeline", "run", "steps.yaml", "--no-cache",
+                           "--json").stdout)
+    assert set(fresh["steps"].values()) == {"succeeded"}
+
+
+def test_dag_prints_the_steps_and_writes_dot(project: Path) -> None:
+    shown = cli(project, "dag", "steps.yaml")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:4] == [
+        "first            - -> v1", "left             v1 -> left", "right            v1 -> right",
+        "join             left -> joined  (after right)"]
+    dot = (project / "yaml-chain.dot").read_text()
+    assert '"first" -> "left" [label="v1"];' in dot
+    assert '"right" -> "join" [style=dotted];' in dot
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("uses: chain:add\n    inputs: {value: left}",
+      "uses: chain:nothing\n    inputs: {value: left}"),
+     "steps[3] (join).uses: 'chain:nothing': module 'chain' has no 'nothing'"),
+    (("uses: chain:start", "uses: nowhere.at.all:start"),
+     "steps[0] (first).uses: 'nowhere.at.all:start' does not import: ModuleNotFoundError"),
+    (("inputs: {value: left}", "inputs: {value: lost}"),
+     "step 'join': inputs: 'lost' is produced by no step"),
+    (("outputs: [right]", "outputs: [left]"),
+     "step 'right': outputs: 'left' is produced by step 'left' too"),
+    (("after: [right]", "after: [join]"), "steps join wait on each other"),
+    (("params: {name: left}", "params: {nmae: left}"),
+     "step 'left' (chain:add): params: 'nmae' is not an argument with a default"),
+    (("retries: 2", "retries: -1"), "steps[2] (right).retries: -1 (expected a whole number"),
+    (("timeout: 120", "timeout: soon"), "steps[2] (right).timeout: 'soon' (expected seconds"),
+])
+def test_a_bad_yaml_step_is_refused_naming_the_step_and_field(
+        project: Path, edit: tuple[str, str], message: str) -> None:
+    spec = project / "steps.yaml"
+    text = spec.read_text()
+    assert edit[0] in text
+    spec.write_text(text.replace(edit[0], edit[1], 1))
+    refused = cli(project, "pipeline", "run", "steps.yaml")
+    assert refused.returncode == 2
+    assert message in refused.stderr
+    assert executed(project) == []
