@@ -8,6 +8,7 @@ from trainforge.storage import SqlStore, Store, contracts
 def test_storage_exports_are_pinned() -> None:
     assert storage.__all__ == [
         "CheckpointStore", "DataVersionStore", "ExperimentStore", "MetricStore", "Page",
+        "PipelineRunStore",
         "RegistryEventStore", "RegistryStore", "RunCheckpointStore", "RunRecordStore", "RunStore",
         "SqlStore", "Store", "WebhookStore", "all_items", "open_store",
     ]
