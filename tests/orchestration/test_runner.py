@@ -177,3 +177,29 @@ def test_a_failed_step_skips_what_depends_on_it_and_not_the_rest(
                       "after_broken": StepState.SKIPPED, "doubled": StepState.SUCCEEDED}
     skipped = _attempts(store, record.pipeline_run_id, "after_broken")[0]
     assert skipped.error == "not run: broken did not succeed"
+
+
+class _Scaler:
+    """A callable object as a step's function."""
+
+    def __call__(self, frame, factor: float = 2.0):
+        return frame * factor
+
+
+def test_a_callable_object_is_a_step_and_its_call_is_hashed(
+        store: Store, values: ValueStore) -> None:
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(_Scaler(), ["scaled"], name="scale"))
+    outcome = _runner(store, values).run(dag)
+    assert outcome.value("scaled")["x"].tolist() == [0, 2, 4, 6]
+    code = outcome.steps["scale"].cache_parts["code"]
+    assert any(label.endswith(":_Scaler.__call__") for label in code)
+
+
+def test_builtins_and_partials_of_them_have_no_first_party_code() -> None:
+    import functools
+
+    from trainforge.orchestration.fingerprint import Fingerprinter
+
+    for fn in (len, functools.partial(max, default=0), print):
+        code, deps = Fingerprinter().code(fn)
+        assert code == {} and set(deps) == {"python"}

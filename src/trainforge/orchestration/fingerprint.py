@@ -163,8 +163,10 @@ class _CodeWalk:
             self.function(fn)
         elif isinstance(fn, type):
             self.klass(fn)
+        elif isinstance(call := type(fn).__call__, types.FunctionType):
+            self.function(call)
         else:
-            self.callable(type(fn).__call__)
+            self._third(getattr(fn, "__module__", None) or type(fn).__module__)
 
     def function(self, fn: types.FunctionType) -> None:
         if id(fn) in self._seen:

@@ -246,13 +246,15 @@ class _Execution:
         with ThreadPoolExecutor(parallel, thread_name_prefix="trainforge-step") as pool:
             running: dict[Future[None], Step] = {}
             while pending or running:
+                with self.lock:
+                    finished = set(self.last)
                 for step in list(pending):
                     needs = before[step.name]
                     if needs & blocked:
                         pending.remove(step)
                         blocked.add(step.name)
                         self._skip(rows[step.name], sorted(needs & blocked))
-                    elif needs <= set(self.last) and len(running) < parallel:
+                    elif needs <= finished and len(running) < parallel:
                         pending.remove(step)
                         running[pool.submit(self._step, step, rows[step.name])] = step
                 if not running:
@@ -278,7 +280,9 @@ class _Execution:
         reason = f"not run: {', '.join(failed)} did not succeed"
         self.runner.store.update_step_run(row.step_run_id, StepState.SKIPPED, ended_at=now,
                                           error=reason)
-        self.last[row.step] = replace(row, state=StepState.SKIPPED, ended_at=now, error=reason)
+        with self.lock:
+            self.last[row.step] = replace(row, state=StepState.SKIPPED, ended_at=now,
+                                          error=reason)
         self.runner.listener(StepEvent(row.step, "skipped"))
 
     def _step(self, step: Step, row: StepRun) -> None:
@@ -323,8 +327,9 @@ class _Execution:
                 self.runner.listener(StepEvent(step.name, "retrying" if retry else "failed",
                                                time.perf_counter() - clock))
                 if not retry:
-                    self.last[step.name] = replace(row, state=state, started_at=started,
-                                                   ended_at=ended, error=f"{kind}: {message}")
+                    with self.lock:
+                        self.last[step.name] = replace(row, state=state, started_at=started,
+                                                       ended_at=ended, error=f"{kind}: {message}")
                     raise _StepFailed(message) from exc
                 self.runner.sleep(policy.delay(number, self.runner.draw))
                 row = self._add(step.name, StepState.PENDING)
