@@ -143,7 +143,7 @@ class InProcessRunner:
 
     `recorder` is the tracked run steps record to (their context's), `settings` what a step in
     its own process attaches to it with; `sleep` waits between attempts (tests pass one that
-    records)."""
+    records); `seed` seeds the backoff's jitter."""
 
     def __init__(self, store: PipelineRunStore, values: ValueStore, *,
                  recorder: RunRecorder | None = None, settings: Settings | None = None,
@@ -195,7 +195,8 @@ class InProcessRunner:
 
 
 class _StepFailed(Exception):
-    pass
+    """A step's last attempt failed: its message is what `PipelineFailed` lists, the step's
+    own error is the cause."""
 
 
 class _Execution:
