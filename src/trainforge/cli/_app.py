@@ -7,7 +7,6 @@ the run completed but a gate stopped registration; 75 the run was preempted (res
 from __future__ import annotations
 
 import gc
-import logging
 import shlex
 import sys
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -39,7 +38,6 @@ from trainforge.errors import (
 )
 
 if TYPE_CHECKING:
-    from trainforge.orchestration import StepEvent
     from trainforge.pipeline import PipelineResult
 
 HELP = """Turn a declared training pipeline (a YAML spec) into tracked, resumable runs and
@@ -107,27 +105,6 @@ def main() -> None:
         sys.exit(1)
 
 
-def _setup_logging() -> None:
-    handler: logging.Handler
-    if _render.is_terminal():
-        from rich.logging import RichHandler
-
-        handler = RichHandler(show_path=False, show_time=False)
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    logger = logging.getLogger("trainforge")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.INFO)
-
-
-def _print_step(event: StepEvent) -> None:
-    if event.state == "finished":
-        logging.getLogger("trainforge").info("step %-9s done in %.1fs", event.step, event.seconds)
-    elif event.state == "failed":
-        logging.getLogger("trainforge").info("step %-9s failed", event.step)
-
-
 def _launch_flags(nproc_per_node: int | None, nnodes: str, rdzv_endpoint: str | None,
                   rdzv_id: str | None, max_restarts: int) -> list[str]:
     """The launch flags of `run` as given (a resume hint repeats them: on every node, with a
@@ -165,14 +142,14 @@ def run(
 
     gc.enable()  # a run lasts: its cycles must be collected (`main` turned this off)
     if not as_json:
-        _setup_logging()
+        _render.setup_logging()
     result: PipelineResult | None
     try:
         with _render.warnings_on_stderr():
             if nproc_per_node is None:
                 result = run_pipeline(spec, overrides or [], settings=_context.settings(),
                                       resume=resume, allow_neutral_changes=allow_neutral_changes,
-                                      listener=None if as_json else _print_step)
+                                      listener=None if as_json else _render.print_step)
             else:
                 min_nodes, max_nodes = parse_nodes(nnodes)
                 launch = Launch(nproc_per_node, max_nodes, rdzv_endpoint, max_restarts, rdzv_id,

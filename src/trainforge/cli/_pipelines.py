@@ -5,8 +5,8 @@ also draws the standard training pipeline of a spec."""
 
 from __future__ import annotations
 
-import logging
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -23,7 +23,7 @@ from trainforge.errors import (
 )
 
 if TYPE_CHECKING:
-    from trainforge.orchestration import Dag, PipelineOutcome, StepEvent
+    from trainforge.orchestration import Dag, PipelineOutcome
 
 pipeline_app = typer.Typer(no_args_is_help=True, help="Pipelines of your own steps: run one, "
                            "show a pipeline run's step states.")
@@ -48,7 +48,8 @@ def pipeline_run(
     from trainforge.orchestration import RunOptions
     from trainforge.orchestration.session import load_pipeline, run_steps
 
-    _setup_logging(as_json)
+    if not as_json:
+        _render.setup_logging()
     try:
         dag, source = load_pipeline(target)
         unknown = sorted(set(rerun or ()) - {step.name for step in dag.steps})
@@ -58,7 +59,7 @@ def pipeline_run(
         options = RunOptions(not no_cache, frozenset(rerun or ()), max_parallel)
         outcome = run_steps(dag, settings=_context.settings(), store=_context.store(),
                             options=options, source=source,
-                            listener=None if as_json else _print_step)
+                            listener=None if as_json else _render.print_step)
     except SpecError as exc:
         _render.fail(str(exc), 2)
     except PipelineFailed as exc:
@@ -98,11 +99,12 @@ def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) ->
     run again with the code as it is now; the others' stored outputs are reused."""
     from trainforge.orchestration.session import resume_steps
 
-    _setup_logging(as_json)
+    if not as_json:
+        _render.setup_logging()
     try:
         outcome = resume_steps(pipeline_run_id, settings=_context.settings(),
                                store=_context.existing_store(),
-                               listener=None if as_json else _print_step)
+                               listener=None if as_json else _render.print_step)
     except (NotFound, Ambiguous) as exc:
         _render.fail(str(exc), 1)
     except (SpecError, ResumeRefused) as exc:
@@ -182,24 +184,6 @@ def _load_dag(spec: str) -> Dag:
     return load_pipeline(spec)[0]
 
 
-def _setup_logging(quiet: bool) -> None:
-    if quiet:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    logger = logging.getLogger("trainforge")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.INFO)
-
-
-def _print_step(event: StepEvent) -> None:
-    log = logging.getLogger("trainforge")
-    if event.state == "finished":
-        log.info("step %-12s done in %.2fs", event.step, event.seconds)
-    elif event.state in ("failed", "retrying", "cached", "skipped"):
-        log.info("step %-12s %s", event.step, event.state)
-
-
 def _failed(exc: PipelineFailed) -> None:
     _render.fail(f"{exc}\nsee: trainforge pipeline show {exc.pipeline_run_id}\n"
                  f"continue it: trainforge resume {exc.pipeline_run_id}", 1)
@@ -217,7 +201,7 @@ def _report(outcome: PipelineOutcome, as_json: bool) -> None:
                + ", ".join(f"{name} {state}" for name, state in states.items()))
 
 
-def _seconds(started: object, ended: object) -> float | None:
+def _seconds(started: datetime | None, ended: datetime | None) -> float | None:
     if started is None or ended is None:
         return None
-    return (ended - started).total_seconds()  # type: ignore[operator]
+    return (ended - started).total_seconds()

@@ -5,6 +5,7 @@ a second, a fifth of what a listing should take)."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -15,6 +16,8 @@ import typer
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from trainforge.orchestration import StepEvent
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -110,3 +113,27 @@ def _cell(value: Any) -> str:
     if hasattr(value, "isoformat"):
         return value.isoformat(timespec="seconds")
     return str(getattr(value, "value", value))
+
+
+def setup_logging() -> None:
+    """trainforge's log lines on stderr: rich on a terminal, timestamped plain lines else."""
+    handler: logging.Handler
+    if is_terminal():
+        from rich.logging import RichHandler
+
+        handler = RichHandler(show_path=False, show_time=False)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("trainforge")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+
+
+def print_step(event: StepEvent) -> None:
+    """A log line per step that ends, is retried, reused from the cache or skipped."""
+    log = logging.getLogger("trainforge")
+    if event.state == "finished":
+        log.info("step %-9s done in %.1fs", event.step, event.seconds)
+    elif event.state in ("failed", "retrying", "cached", "skipped"):
+        log.info("step %-9s %s", event.step, event.state)

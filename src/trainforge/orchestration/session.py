@@ -3,7 +3,8 @@ artifact root and value store; and resumed by its pipeline run id.
 
     load_pipeline    "package.module:attribute" (a `Pipeline`, a `Dag`, or a function making
                      one) or a YAML file (`name`, `steps`, `max_parallel`, `retries`,
-                     `backoff`, `timeout`) → the DAG and the source a resume rebuilds it from
+                     `backoff`, `retry_on`, `timeout`) → the DAG, and the source a resume
+                     rebuilds it from
     run_steps        the DAG through `InProcessRunner`, recording to a tracked run in the
                      experiment named after the pipeline
     resume_steps     a pipeline run again, from its recorded source (the code as it is now)
@@ -12,6 +13,7 @@ artifact root and value store; and resumed by its pipeline run id.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,12 +32,17 @@ from trainforge.orchestration.runner import (
     RunOptions,
     StepListener,
 )
-from trainforge.orchestration.steps import Pipeline, steps_from_yaml
+from trainforge.orchestration.steps import (
+    Pipeline,
+    steps_from_yaml,
+    yaml_retry,
+    yaml_seconds,
+)
 from trainforge.orchestration.values import ValueStore
 from trainforge.storage import Store
 from trainforge.storage.objects import open_object_store
 
-_YAML_KEYS = {"name", "steps", "max_parallel", "retries", "backoff", "timeout"}
+_YAML_KEYS = {"name", "steps", "max_parallel", "retries", "backoff", "retry_on", "timeout"}
 
 
 def load_pipeline(target: str) -> tuple[Dag, dict[str, Any]]:
@@ -56,6 +63,11 @@ def load_pipeline(target: str) -> tuple[Dag, dict[str, Any]]:
     except (ImportError, AttributeError) as exc:
         raise SpecError([f"{target}: does not import: {type(exc).__name__}: {exc}"]) from exc
     if callable(found) and not isinstance(found, (Pipeline, Dag)):
+        try:
+            inspect.signature(found).bind()
+        except TypeError as exc:
+            raise SpecError([f"{target}: a function that needs arguments ({exc}); expected a "
+                             "Pipeline, a Dag or a function of none making one"]) from exc
         found = found()
     if isinstance(found, Pipeline):
         return found.dag, {"python": target}
@@ -86,13 +98,14 @@ def _from_yaml(path: Path) -> Dag:
     if not isinstance(name, str) or not name:
         raise SpecError([f"{path}: name: expected the pipeline's name"])
     steps = steps_from_yaml(document.get("steps"), str(path))
-    retries = document.get("retries", 0)
-    if not isinstance(retries, int) or retries < 0:
-        raise SpecError([f"{path}: retries: {retries!r} (expected a whole number >= 0)"])
+    max_parallel = document.get("max_parallel", 1)
+    if not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1:
+        raise SpecError([f"{path}: max_parallel: {max_parallel!r} (expected a whole number "
+                         ">= 1)"])
+    retry = yaml_retry(document, str(path), ": ") or RetryPolicy()
     try:
-        return Dag(name, tuple(steps), max_parallel=int(document.get("max_parallel", 1)),
-                   retry=RetryPolicy(retries + 1, float(document.get("backoff", 1.0))),
-                   timeout_s=document.get("timeout"))
+        return Dag(name, tuple(steps), max_parallel=max_parallel, retry=retry,
+                   timeout_s=yaml_seconds(document, "timeout", str(path), ": "))
     except SpecError as exc:
         raise SpecError([f"{path}: {problem}" for problem in exc.problems]) from exc
 
@@ -114,9 +127,8 @@ def run_steps(dag: Dag, *, settings: Settings | None = None, store: Store | None
     run_id = None
     if resume is not None:
         run_id = store.get_pipeline_run(resume).run_id
-    handle = start_run(dag.name, {"pipeline": dag.describe()} if run_id is None else None,
-                       store=store, settings=settings, resume=run_id, pipeline_id=dag.name,
-                       system={"pipeline_source": dict(source or {})})
+    handle = start_run(dag.name, store=store, settings=settings, resume=run_id,
+                       pipeline_id=dag.name, system={"pipeline_source": dict(source or {})})
     runner = InProcessRunner(store, value_store(settings), recorder=handle, settings=settings,
                              listener=listener)
     with handle:

@@ -229,31 +229,49 @@ def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
     if not isinstance(inputs, dict):
         raise SpecError([f"{at}.inputs: expected a list of value names, or a mapping "
                          "argument -> value name"])
-    lists = {}
-    for key in ("outputs", "after", "data", "retry_on"):
-        value = entry.get(key)
-        if value is not None and not (isinstance(value, list)
-                                      and all(isinstance(v, str) for v in value)):
-            raise SpecError([f"{at}.{key}: expected a list of names"])
-        lists[key] = tuple(value or ())
+    lists = {key: _names(entry, key, at) for key in ("outputs", "after", "data")}
     params = entry.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError([f"{at}.params: expected a mapping of argument -> value"])
-    retry = None
-    retries = entry.get("retries", 0)
-    if not isinstance(retries, int) or retries < 0:
-        raise SpecError([f"{at}.retries: {retries!r} (expected a whole number >= 0)"])
-    if retries or "retry_on" in entry:
-        try:
-            retry = RetryPolicy(retries + 1, float(entry.get("backoff", 1.0)),
-                                retry_on=lists["retry_on"] or ("transient", "timeout"))
-        except SpecError as exc:
-            raise SpecError([f"{at}.{problem}" for problem in exc.problems]) from exc
-    for key in ("timeout", "ttl"):
-        value = entry.get(key)
-        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-            raise SpecError([f"{at}.{key}: {value!r} (expected seconds > 0)"])
+    retry = yaml_retry(entry, at)
+    timeout, ttl = yaml_seconds(entry, "timeout", at), yaml_seconds(entry, "ttl", at)
     return StepOptions(entry.get("name"), lists["outputs"],
                        {str(k): str(v) for k, v in inputs.items() if k != v}, params,
-                       lists["after"], lists["data"], retry, entry.get("timeout"),
-                       bool(entry.get("cache", True)), entry.get("ttl"))
+                       lists["after"], lists["data"], retry, timeout,
+                       bool(entry.get("cache", True)), ttl)
+
+
+def _names(entry: dict[str, Any], key: str, at: str, sep: str = ".") -> tuple[str, ...]:
+    value = entry.get(key)
+    if value is not None and not (isinstance(value, list)
+                                  and all(isinstance(v, str) for v in value)):
+        raise SpecError([f"{at}{sep}{key}: expected a list of names"])
+    return tuple(value or ())
+
+
+def yaml_retry(entry: dict[str, Any], at: str, sep: str = ".") -> RetryPolicy | None:
+    """The retry policy `retries`, `backoff` and `retry_on` of a YAML step (or, with `sep`
+    ": ", of a whole YAML file) declare; None when they declare none. Errors name `at` and the
+    field."""
+    retries, backoff = entry.get("retries", 0), entry.get("backoff", 1.0)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise SpecError([f"{at}{sep}retries: {retries!r} (expected a whole number >= 0)"])
+    if not isinstance(backoff, (int, float)) or isinstance(backoff, bool) or backoff < 0:
+        raise SpecError([f"{at}{sep}backoff: {backoff!r} (expected seconds >= 0)"])
+    retry_on = _names(entry, "retry_on", at, sep)
+    if not (retries or "retry_on" in entry or "backoff" in entry):
+        return None
+    try:
+        return RetryPolicy(retries + 1, float(backoff),
+                           retry_on=retry_on or ("transient", "timeout"))
+    except SpecError as exc:
+        raise SpecError([f"{at}{sep}{problem}" for problem in exc.problems]) from exc
+
+
+def yaml_seconds(entry: dict[str, Any], key: str, at: str, sep: str = ".") -> float | None:
+    """The seconds > 0 that `key` of a YAML step or file holds, or None when absent."""
+    value = entry.get(key)
+    if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                              or value <= 0):
+        raise SpecError([f"{at}{sep}{key}: {value!r} (expected seconds > 0)"])
+    return None if value is None else float(value)
