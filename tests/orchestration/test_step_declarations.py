@@ -24,8 +24,9 @@ def test_the_signature_says_inputs_params_and_context() -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"params": {"factr": 3}}, "step 'scale' (test_steps:scale): params: 'factr' is not an "
-                               "argument with a default (params: ['factor'])"),
+    ({"params": {"factr": 3}}, "step 'scale' (test_step_declarations:scale): params: "
+                               "'factr' is not an argument with a default (params: "
+                               "['factor'])"),
     ({"inputs": {"fram": "raw"}}, "inputs: 'fram' is not an argument without a default"),
     ({"data": ["frame"]}, "data: 'frame' is not a param"),
     ({"retries": 1, "retry_on": ["data"]}, "retry: retry_on: ['data']"),
@@ -63,7 +64,7 @@ def test_a_pipeline_refuses_two_producers_of_a_value() -> None:
     ("name: p\nsteps: []\nbackoff: soon\n", "backoff: 'soon' (expected seconds >= 0)"),
     ("name: p\nsteps: []\ntimeout: 0\n", "timeout: 0 (expected seconds > 0)"),
     ("name: p\nsteps:\n  - {name: a, outputs: [x]}\n", "steps[0].uses: missing"),
-    ("name: p\nsteps:\n  - {uses: 'test_steps:scale', outputs: x}\n",
+    ("name: p\nsteps:\n  - {uses: 'test_step_declarations:scale', outputs: x}\n",
      "steps[0].outputs: expected a list of names"),
     ("name: [p\n", "is not valid YAML"),
 ])
@@ -79,9 +80,9 @@ def test_a_bad_pipeline_file_is_refused_naming_the_field(
 
 @pytest.mark.parametrize(("target", "message"), [
     ("no_such_module_anywhere:pipeline", "does not import: ModuleNotFoundError"),
-    ("test_steps:nothing", "does not import: AttributeError"),
-    ("test_steps:scale_value", "is a float, expected a Pipeline or a Dag"),
-    ("test_steps:scale", "a function that needs arguments"),
+    ("test_step_declarations:nothing", "does not import: AttributeError"),
+    ("test_step_declarations:scale_value", "is a float, expected a Pipeline or a Dag"),
+    ("test_step_declarations:scale", "a function that needs arguments"),
     ("just-a-name", "expected a YAML file or 'package.module:attribute'"),
 ])
 def test_a_bad_target_is_refused_naming_it(target: str, message: str) -> None:
