@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from trainforge.cli import app
 from trainforge.config import Settings
-from trainforge.entities import RunStatus
+from trainforge.entities import RunStatus, StepState
 from trainforge.errors import Conflict, SpecError
 from trainforge.evaluate import EvalReport
 from trainforge.pipeline import (
@@ -43,17 +43,39 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           env=os.environ.copy(), timeout=300)
 
 
+HIDE_DATA = """
+import shutil
+
+
+def hide(raw, folder: str = "") -> None:
+    shutil.move(folder, folder + "-hidden")
+"""
+
+
 @pytest.mark.slow
 def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project):
-    result = cli("run", str(fraud_project / "pipeline.yaml"), "--nproc-per-node", "2",
+    """Only the train step runs on the workers: a step of the spec moves the data files away
+    once the launcher has read them, and the workers train all the same."""
+    data = fraud_project / "data"
+    (fraud_project / "hide_data.py").write_text(HIDE_DATA)
+    spec = fraud_project / "pipeline.yaml"
+    spec.write_text(spec.read_text() + "\nsteps:\n  - {name: hide, uses: 'hide_data:hide', "
+                    f"inputs: [raw], params: {{folder: '{data}'}}, after: [validate]}}\n")
+    result = cli("run", str(spec), "--nproc-per-node", "2",
                  "training.strategy=ddp", "training.epochs=2", "--json")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout)
     assert summary["status"] == "completed" and summary["model_version"] == "fraud_detector/1"
+    assert not data.exists() and data.with_name("data-hidden").is_dir()
 
     store = home_store()
     [run] = store.list_runs().items
     assert run.run_id == summary["run_id"] and run.status is RunStatus.COMPLETED
+    attempts = store.list_step_runs(run.system["pipeline_run"])
+    assert sorted(a.step for a in attempts) == sorted(
+        ["ingest", "validate", "hide", "profile", "split", "features", "train", "evaluate",
+         "gate", "register"])
+    assert {a.state for a in attempts} == {StepState.SUCCEEDED}
     assert run.tags["distributed"]["nproc_per_node"] == 2
     assert (run.tags["trainer"]["world_size"], run.tags["trainer"]["strategy"]) == (2, "ddp")
     assert run.metrics["test_roc_auc"] > 0.7
@@ -66,12 +88,16 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
 @pytest.mark.slow
 def test_a_failing_worker_fails_the_run_with_its_error(fraud_project):
     result = cli("run", str(fraud_project / "pipeline.yaml"), "--nproc-per-node", "2",
-                 "training.strategy=ddp", "data.source=missing/*.parquet")
+                 "training.strategy=ddp", "training.optimizer.lr=1e30")
     assert result.returncode == 1
-    assert "failed" in result.stderr and "missing/*.parquet" in result.stderr
-    [run] = home_store().list_runs().items
+    assert "failed" in result.stderr and "worker rank" in result.stderr
+    store = home_store()
+    [run] = store.list_runs().items
     assert run.status is RunStatus.FAILED
-    assert "worker rank" in run.error and "DataNotFound" in run.error
+    assert "worker rank" in run.error and "training loss became nan" in run.error
+    states = {a.step: a.state for a in store.list_step_runs(run.system["pipeline_run"])}
+    assert states["features"] is StepState.SUCCEEDED and states["train"] is StepState.FAILED
+    assert states["evaluate"] is StepState.SKIPPED
 
 
 def test_several_processes_need_a_distributed_strategy(fraud_project):
@@ -137,12 +163,12 @@ def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
     def launcher(execute):
         return run_tracked(plan, PipelineServices.open(), execute=execute, run_id=run_id)
 
-    def creator(handle):
+    def creator(handle, dag):
         joiner.append(launcher(join))
         status_after_joiner.append(home_store().get_run(run_id).status)
         return RANK0_VALUES if creator_runs_rank0 else None
 
-    def join(handle):
+    def join(handle, dag):
         return None if creator_runs_rank0 else RANK0_VALUES
 
     results = [launcher(creator), *joiner]
@@ -165,7 +191,8 @@ def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_
     plan = plan_pipeline(fraud_project / "pipeline.yaml",
                          ["training.checkpoint.resume=auto"] if how == "auto" else [])
     store = home_store()
-    stopped = run_tracked(plan, PipelineServices.open(), execute=lambda handle: RANK0_VALUES)
+    stopped = run_tracked(plan, PipelineServices.open(),
+                          execute=lambda handle, dag: RANK0_VALUES)
     run_id = stopped.run.run_id
     store.end_run(run_id, RunStatus.FAILED, error="node lost")
     location = store.get_run(run_id).system["checkpoint"]["location"]
@@ -178,9 +205,9 @@ def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_
         return run_tracked(plan, PipelineServices.open(), execute=execute, job=job,
                            resume=run_id if how == "--resume" else None, run_id="b" * 32)
 
-    def first(handle):
+    def first(handle, dag):
         assert store.get_run(handle.run_id).system["job"] == job
-        joined.append(launcher(lambda handle: None))  # this node did not run rank 0
+        joined.append(launcher(lambda handle, dag: None))  # this node did not run rank 0
         return RANK0_VALUES
 
     reporter = launcher(first)

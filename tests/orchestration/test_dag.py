@@ -61,7 +61,7 @@ def test_duplicate_step_names_are_rejected():
 
 
 def test_step_returning_other_outputs_than_declared_fails():
-    dag = Dag("d", (Step("double", lambda x: {"q": 1}, ("x",), ("y",)),), initial=("x",))
+    dag = Dag("d", (Step("double", lambda x: {"q": 1}, ("x",), ("y", "z")),), initial=("x",))
     with pytest.raises(TrainforgeError, match="returned"):
         run_dag(dag, {"x": 1})
 

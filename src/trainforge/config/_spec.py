@@ -651,6 +651,12 @@ class PipelineSpec(_Section):
     registry: RegistrySpec | None = None
     tracking: TrackingSpec = TrackingSpec()
     tuning: TuningSpec | None = None
+    steps: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="your steps beside the standard chain, each with name, uses "
+        "('package.module:function'), inputs (the chain's values: read, raw, splits, dataset, "
+        "feature_pipeline, trained, evaluation, gate, model_version, or other steps' outputs), "
+        "outputs, params, after (steps it follows), retries, timeout, cache")
 
     @model_validator(mode="after")
     def _streaming_has_no_folds(self) -> PipelineSpec:

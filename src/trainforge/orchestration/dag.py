@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.errors import SpecError, TrainforgeError
@@ -143,6 +143,22 @@ class Dag:
                 available.update(step.outputs)
                 pending.remove(step)
         return ordered
+
+    def only(self, names: Iterable[str]) -> Dag:
+        """The DAG of the steps named (their inputs must be among them): an `after` on a step
+        left out is dropped with it."""
+        keep = set(names)
+        return Dag(self.name, tuple(replace(step, after=tuple(n for n in step.after
+                                                              if n in keep))
+                                    for step in self.steps if step.name in keep),
+                   self.initial, self.retry, self.timeout_s, self.max_parallel)
+
+    def replacing(self, step: Step) -> Dag:
+        """The DAG with its step of the same name replaced by `step`."""
+        if step.name not in {s.name for s in self.steps}:
+            raise TrainforgeError(f"dag {self.name!r} has no step {step.name!r} to replace")
+        return Dag(self.name, tuple(step if s.name == step.name else s for s in self.steps),
+                   self.initial, self.retry, self.timeout_s, self.max_parallel)
 
     def describe(self) -> dict[str, Any]:
         """The wiring as JSON-safe data (stored as a pipeline's `dag_config`)."""

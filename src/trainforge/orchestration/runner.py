@@ -5,7 +5,8 @@
     InProcessRunner  a pipeline run: states persisted per attempt (`pipeline_runs`,
                      `step_runs`), values through the value store, cache, retries with
                      backoff, timeouts (the step in a process of its own), `max_parallel`
-                     steps at once in threads, and `resume` of a pipeline run that failed
+                     steps at once in threads (with 1, in the calling thread, so signals
+                     and Ctrl+C reach the step), and `resume` of a pipeline run that failed
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any, Protocol
 
 from trainforge.config import Settings
 from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
-from trainforge.errors import PipelineFailed, SpecError, TrainforgeError
+from trainforge.errors import ContinuedElsewhere, PipelineFailed, SpecError, TrainforgeError
 from trainforge.orchestration._execution import (
+    AttemptFailed,
     IsolatedCall,
     call_in_process,
     describe,
@@ -51,9 +53,11 @@ StepListener = Callable[[StepEvent], None]
 
 
 def run_dag(
-    dag: Dag, initial: dict[str, Any], listener: StepListener | None = None
+    dag: Dag, initial: dict[str, Any], listener: StepListener | None = None,
+    recorder: RunRecorder | None = None,
 ) -> dict[str, Any]:
-    """Execute every step once; return all values produced (initial ones included).
+    """Execute every step once; return all values produced (initial ones included). A step
+    that asks for its context gets one recording to `recorder`.
 
     A step failing stops the run: the exception propagates after the listener hears `failed`.
     """
@@ -63,22 +67,22 @@ def run_dag(
     values = dict(initial)
     notify = listener or (lambda event: None)
     for step in dag.order():
-        values.update(_run_step(step, values, notify))
+        values.update(_run_step(step, values, notify, recorder))
     return values
 
 
-def _run_step(step: Step, values: dict[str, Any], notify: StepListener) -> dict[str, Any]:
+def _run_step(step: Step, values: dict[str, Any], notify: StepListener,
+              recorder: RunRecorder | None) -> dict[str, Any]:
     notify(StepEvent(step.name, "started"))
     started = time.perf_counter()
+    context = StepContext.make(step.name, "", 1, recorder)
     try:
-        produced = step.fn(**{name: values[name] for name in step.inputs})
-    except BaseException:
+        produced = call_in_process(step, {name: values[name] for name in step.inputs}, context)
+    except BaseException as exc:
         notify(StepEvent(step.name, "failed", time.perf_counter() - started))
+        if isinstance(exc, AttemptFailed):  # the step returned other outputs than declared
+            raise TrainforgeError(str(exc)) from None
         raise
-    if set(produced) != set(step.outputs):
-        raise TrainforgeError(
-            f"step {step.name!r} returned {sorted(produced)}, declared {sorted(step.outputs)}"
-        )
     notify(StepEvent(step.name, "finished", time.perf_counter() - started))
     return produced
 
@@ -108,18 +112,22 @@ class Runner(Protocol):
 
     def run(self, dag: Dag, *, initial: Mapping[str, Any] | None = None,
             options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
-            resume: str | None = None) -> PipelineOutcome: ...
+            resume: str | None = None,
+            pipeline_run_id: str | None = None) -> PipelineOutcome: ...
 
 
 @dataclass(frozen=True)
 class PipelineOutcome:
-    """A finished pipeline run: its record, each step's last attempt, and its values."""
+    """A finished pipeline run: its record, each step's last attempt, and its values.
+    `elsewhere` is the message of a step that handed the rest to another process
+    (`ContinuedElsewhere`), None when every step ran here."""
 
     pipeline_run: PipelineRun
     steps: dict[str, StepRun]
     refs: dict[str, ValueRef]
     memory: dict[str, Any]
     values: ValueStore
+    elsewhere: str | None = None
 
     def value(self, name: str) -> Any:
         """A value of the run: from memory, else decoded from the value store."""
@@ -160,10 +168,12 @@ class InProcessRunner:
 
     def run(self, dag: Dag, *, initial: Mapping[str, Any] | None = None,
             options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
-            resume: str | None = None) -> PipelineOutcome:
-        """Run `dag` (or continue the pipeline run `resume`: only the steps without stored
-        outputs and those downstream of them run). `PipelineFailed` naming the failed steps
-        when one fails; the steps that do not depend on it still run."""
+            resume: str | None = None,
+            pipeline_run_id: str | None = None) -> PipelineOutcome:
+        """Run `dag` as a new pipeline run (its id `pipeline_run_id`, or a new one), or
+        continue the pipeline run `resume`: only the steps without stored outputs and those
+        downstream of them run. `PipelineFailed` naming the failed steps when one fails; the
+        steps that do not depend on it still run."""
         initial = dict(initial or {})
         missing = set(dag.initial) - set(initial)
         if missing:
@@ -171,8 +181,8 @@ class InProcessRunner:
         if resume is None:
             options = options or RunOptions()
             record = self.store.create_pipeline_run(
-                uuid.uuid4().hex, dag.name, dict(source or {}), options.to_json(),
-                getattr(self.recorder, "run_id", None))
+                pipeline_run_id or uuid.uuid4().hex, dag.name, dict(source or {}),
+                options.to_json(), getattr(self.recorder, "run_id", None))
             earlier: list[StepRun] = []
         else:
             record = self.store.get_pipeline_run(resume)
@@ -191,7 +201,8 @@ class InProcessRunner:
         if execution.failed:
             raise PipelineFailed(record.pipeline_run_id, execution.failed) from execution.cause
         return PipelineOutcome(record, execution.last, dict(execution.refs),
-                               dict(execution.memory), self.values)
+                               dict(execution.memory), self.values,
+                               next(iter(execution.elsewhere.values()), None))
 
 
 class _StepFailed(Exception):
@@ -212,6 +223,7 @@ class _Execution:
         self.refs: dict[str, ValueRef] = {}
         self.last: dict[str, StepRun] = {}
         self.failed: dict[str, str] = {}
+        self.elsewhere: dict[str, str] = {}  # step → what `ContinuedElsewhere` said
         self.cause: BaseException | None = None
         self.fingerprints = Fingerprinter()
         self.lock = threading.Lock()
@@ -243,18 +255,20 @@ class _Execution:
         pending = [step for step in self.dag.order() if step.name not in self.reused]
         rows = {step.name: self._add(step.name, StepState.PENDING) for step in pending}
         parallel = self.options.max_parallel or self.dag.max_parallel
-        blocked: set[str] = set()
-        with ThreadPoolExecutor(parallel, thread_name_prefix="trainforge-step") as pool:
+        blocked: dict[str, str] = {}  # a step whose dependents do not run → why
+        with (_InlineExecutor() if parallel == 1 else
+              ThreadPoolExecutor(parallel, thread_name_prefix="trainforge-step")) as pool:
             running: dict[Future[None], Step] = {}
             while pending or running:
                 with self.lock:
                     finished = set(self.last)
                 for step in list(pending):
                     needs = before[step.name]
-                    if needs & blocked:
+                    if needs & blocked.keys():
                         pending.remove(step)
-                        blocked.add(step.name)
-                        self._skip(rows[step.name], sorted(needs & blocked))
+                        reason = blocked[min(needs & blocked.keys())]
+                        blocked[step.name] = reason
+                        self._skip(rows[step.name], reason)
                     elif needs <= finished and len(running) < parallel:
                         pending.remove(step)
                         running[pool.submit(self._step, step, rows[step.name])] = step
@@ -266,9 +280,11 @@ class _Execution:
                     try:
                         future.result()
                     except _StepFailed as exc:
-                        blocked.add(step.name)
+                        blocked[step.name] = f"not run: {step.name} did not succeed"
                         self.failed[step.name] = str(exc)
                         self.cause = self.cause or exc.__cause__
+                    if step.name in self.elsewhere:
+                        blocked[step.name] = f"not run here: {self.elsewhere[step.name]}"
 
     def _add(self, step: str, state: StepState) -> StepRun:
         with self.lock:
@@ -276,9 +292,8 @@ class _Execution:
             attempt = self.attempts[step]
         return self.runner.store.add_step_run(self.record.pipeline_run_id, step, attempt, state)
 
-    def _skip(self, row: StepRun, failed: list[str]) -> None:
+    def _skip(self, row: StepRun, reason: str) -> None:
         now = _now()
-        reason = f"not run: {', '.join(failed)} did not succeed"
         self.runner.store.update_step_run(row.step_run_id, StepState.SKIPPED, ended_at=now,
                                           error=reason)
         with self.lock:
@@ -318,6 +333,10 @@ class _Execution:
             clock = time.perf_counter()
             try:
                 outputs, refs = self._attempt(step, row.attempt, inputs, timeout)
+            except ContinuedElsewhere as exc:
+                with self.lock:
+                    self.elsewhere[step.name] = str(exc)
+                outputs, refs = {}, {}
             except BaseException as exc:  # noqa: BLE001 - recorded, then retried or raised
                 kind, message = error_kind(exc), describe(exc)
                 retry = number < policy.attempts and kind in policy.retry_on
@@ -331,6 +350,8 @@ class _Execution:
                     with self.lock:
                         self.last[step.name] = replace(row, state=state, started_at=started,
                                                        ended_at=ended, error=f"{kind}: {message}")
+                    if not isinstance(exc, Exception):
+                        raise  # Ctrl+C, SystemExit: the run stops here
                     raise _StepFailed(message) from exc
                 self.runner.sleep(policy.delay(number, self.runner.draw))
                 row = self._add(step.name, StepState.PENDING)
@@ -383,6 +404,29 @@ class _Execution:
         with self.lock:
             self.refs.update(refs)
             self.last[row.step] = row
+
+
+class _InlineExecutor:
+    """The executor of `max_parallel` 1: each step runs in the calling thread when submitted,
+    so a signal's handler, Ctrl+C and thread-bound state (CUDA streams, a process group)
+    reach it as they would a plain call. Exceptions travel in the future; a `BaseException`
+    that is not an `Exception` (Ctrl+C) propagates at once."""
+
+    def __enter__(self) -> _InlineExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> Future[None]:
+        future: Future[None] = Future()
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - handed over like a pool's future
+            future.set_exception(exc)
+        else:
+            future.set_result(None)
+        return future
 
 
 def _now() -> datetime:

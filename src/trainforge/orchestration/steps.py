@@ -133,7 +133,8 @@ def make_step(fn: Callable[..., Any], options: StepOptions) -> Step:
     if problems:
         raise SpecError(problems)
     values = tuple(options.inputs.get(arg, arg) for arg in inputs)
-    renames = {options.inputs[arg]: arg for arg in inputs if arg in options.inputs}
+    renames = {options.inputs[arg]: arg for arg in inputs
+               if options.inputs.get(arg, arg) != arg}
     return Step(name, fn, values, options.outputs, {**defaults, **options.params}, renames,
                 context, options.after, options.data, options.retry, options.timeout_s,
                 options.cache, options.cache_ttl_s)
@@ -236,7 +237,7 @@ def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
     retry = yaml_retry(entry, at)
     timeout, ttl = yaml_seconds(entry, "timeout", at), yaml_seconds(entry, "ttl", at)
     return StepOptions(entry.get("name"), lists["outputs"],
-                       {str(k): str(v) for k, v in inputs.items() if k != v}, params,
+                       {str(k): str(v) for k, v in inputs.items()}, params,
                        lists["after"], lists["data"], retry, timeout,
                        bool(entry.get("cache", True)), ttl)
 

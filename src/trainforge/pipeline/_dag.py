@@ -1,14 +1,24 @@
 """The standard training pipeline as a `Dag`: ingest → validate → (profile, drift) → split →
 features → train → evaluate → (cross_validate, with `evaluation.cross_validation`) → gate →
-register."""
+register.
+
+Steps record to the tracked run their context carries (`StepContext.recorder`), never through
+a value: each function in `_steps.py` takes it as `run`, given by `Recorded`. The chain is
+strict: a data-quality step that fails stops the split (and all after it), a failed cross
+validation stops the gate.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from trainforge.config import PipelineSpec
-from trainforge.orchestration import Dag, Step
+from trainforge.errors import TrainforgeError
+from trainforge.orchestration import Dag, Step, StepContext
+from trainforge.orchestration.steps import steps_from_yaml
 from trainforge.pipeline import _data_quality, _steps, _streaming
 from trainforge.pipeline._alerts import Alert
 from trainforge.storage.contracts import RegistryStore
@@ -19,7 +29,7 @@ from trainforge.versioning import DataRepository
 def build_training_dag(
     spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
     preemption: PreemptionNotice | None = None, data: DataRepository | None = None,
-    alert: Alert | None = None, quality: bool = True,
+    alert: Alert | None = None, quality: bool = True, source: str = "spec",
 ) -> Dag:
     """Bind each step to its spec section and services; the wiring is data (names in, names
     out). `registry` receives the model versions (None: a DAG that never registers, such as a
@@ -27,60 +37,81 @@ def build_training_dag(
     `preemption` is the notice the entry point installs (None: signals do not stop training);
     `data` hashes the files read (once per unchanged file) and reads pinned data versions;
     `alert` announces data that breaks its contract (a log line and the webhooks); `quality`
-    False leaves out the profile and drift steps (a non-reporting rank's DAG)."""
+    False leaves out the profile and drift steps (a non-reporting rank's DAG). The spec's own
+    `steps` join the chain (`source` names the spec file in their errors)."""
     task = spec.model.task
     reading, preparing = _data_steps(spec, data, alert)
+    checks = (
+        *([_recorded("profile", partial(_data_quality.profile, data), ("read",), ("profile",))]
+          if quality and spec.data.profile else []),
+        *([_recorded("drift", partial(_data_quality.drift, spec.data, spec.registry, data,
+                                      registry, alert), ("read", "profile"), ("drift",))]
+          if quality and spec.data.drift is not None else []),
+    )
+    split, featurize = preparing
+    cross_validation = (
+        [_recorded("cross_validate", partial(_steps.cross_validate, spec),
+                   ("splits", "dataset"), ("cross_validation",))]
+        if spec.evaluation.cross_validation else [])
     steps = (
         *reading,
-        *([Step("profile", partial(_data_quality.profile, data), ("read", "run"),
-                ("profile",))] if quality and spec.data.profile else []),
-        *([Step("drift", partial(_data_quality.drift, spec.data, spec.registry, data, registry,
-                                 alert), ("read", "profile", "run"), ("drift",))]
-          if quality and spec.data.drift is not None else []),
-        *preparing,
-        Step("train", partial(_steps.train, spec, tuple(callbacks), preemption),
-             ("dataset", "run"), ("trained",)),
-        Step(
-            "evaluate",
-            partial(_steps.evaluate, spec.evaluation, task),
-            ("trained", "dataset", "splits", "run"),
-            ("evaluation",),
-        ),
-        *([Step("cross_validate", partial(_steps.cross_validate, spec),
-                ("splits", "dataset", "run"), ("cross_validation",))]
-          if spec.evaluation.cross_validation else []),
-        Step("gate", partial(_steps.gate, spec.evaluation), ("trained", "evaluation", "run"),
-             ("gate",)),
-        Step(
-            "register",
-            partial(_steps.register, spec.registry, registry),
-            ("trained", "evaluation", "gate", "splits", "feature_pipeline", "run"),
-            ("model_version",),
-        ),
+        *checks,
+        Step(split.name, split.fn, split.inputs, split.outputs,
+             after=tuple(step.name for step in checks)),
+        featurize,
+        _recorded("train", partial(_steps.train, spec, tuple(callbacks), preemption),
+                  ("dataset",), ("trained",)),
+        _recorded("evaluate", partial(_steps.evaluate, spec.evaluation, task),
+                  ("trained", "dataset", "splits"), ("evaluation",)),
+        *cross_validation,
+        _recorded("gate", partial(_steps.gate, spec.evaluation), ("trained", "evaluation"),
+                  ("gate",), after=tuple(step.name for step in cross_validation)),
+        _recorded("register", partial(_steps.register, spec.registry, registry),
+                  ("trained", "evaluation", "gate", "splits", "feature_pipeline"),
+                  ("model_version",)),
+        *(steps_from_yaml(spec.steps, source) if spec.steps else []),
     )
-    return Dag(name=spec.name, steps=steps, initial=("run",))
+    return Dag(name=spec.name, steps=steps)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A standard step's function, called with the run its step context records to as
+    `run`."""
+
+    fn: Callable[..., dict[str, Any]]
+
+    def __call__(self, context: StepContext, **inputs: Any) -> dict[str, Any]:
+        if context.recorder is None:
+            raise TrainforgeError(f"step {context.step!r} records to a run, and was given none")
+        return self.fn(**inputs, run=context.recorder)
+
+
+def _recorded(name: str, fn: Callable[..., dict[str, Any]], inputs: tuple[str, ...],
+              outputs: tuple[str, ...], after: tuple[str, ...] = ()) -> Step:
+    return Step(name, Recorded(fn), inputs, outputs, context="context", after=after)
 
 
 def _data_steps(spec: PipelineSpec, data: DataRepository | None,
-                alert: Alert | None) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
+                alert: Alert | None) -> tuple[tuple[Step, Step], tuple[Step, Step]]:
     """(ingest and validate, split and features): the in-memory steps, or with
     `data.streaming` those that never hold the training rows (`_streaming.py`)."""
     task = spec.model.task
     if spec.data.streaming:
         return (
-            (Step("ingest", partial(_streaming.ingest, spec.data, data), ("run",), ("read",)),
-             Step("validate", partial(_streaming.validate, spec.data, alert), ("read", "run"),
-                  ("validation", "raw"))),
+            (_recorded("ingest", partial(_streaming.ingest, spec.data, data), (), ("read",)),
+             _recorded("validate", partial(_streaming.validate, spec.data, alert), ("read",),
+                       ("validation", "raw"))),
             (Step("split", partial(_streaming.split, spec.data), ("raw", "validation"),
                   ("splits",)),
-             Step("features", partial(_streaming.features, spec.features, spec.data, task),
-                  ("raw", "splits", "run"), ("dataset", "feature_pipeline"))),
+             _recorded("features", partial(_streaming.features, spec.features, spec.data, task),
+                       ("raw", "splits"), ("dataset", "feature_pipeline"))),
         )
     return (
-        (Step("ingest", partial(_steps.ingest, spec.data, data), ("run",), ("read",)),
-         Step("validate", partial(_steps.validate, spec.data, task, alert), ("read", "run"),
-              ("validation", "raw"))),
+        (_recorded("ingest", partial(_steps.ingest, spec.data, data), (), ("read",)),
+         _recorded("validate", partial(_steps.validate, spec.data, task, alert), ("read",),
+                   ("validation", "raw"))),
         (Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
-         Step("features", partial(_steps.features, spec.features, spec.data, task),
-              ("raw", "splits", "run"), ("dataset", "feature_pipeline"))),
+         _recorded("features", partial(_steps.features, spec.features, spec.data, task),
+                   ("raw", "splits"), ("dataset", "feature_pipeline"))),
     )

@@ -1,23 +1,33 @@
-"""A pipeline as one tracked run over several processes, launched through torchrun.
+"""A pipeline as one tracked run whose train step runs on torchrun workers.
 
     launcher (trainforge run SPEC --nproc-per-node N), one per node
       ├── creates the run, or joins it (one run id for the whole job), and records the launch
-      ├── starts N workers per node with torchrun's elastic launcher
-      │     worker rank 0: every step, reporting to the launcher's run (metrics, artifacts, model)
-      │     worker rank > 0: ingest ... train only, reporting nowhere (`NullRun`)
+      ├── runs the pipeline's steps once, as one pipeline run: ingest, validate, profile,
+      │   split, features here; then the train step
+      │     puts the dataset in the value store and starts N workers per node with torchrun's
+      │     elastic launcher; each reads it back and trains (`run_worker`):
+      │       worker rank 0: reports to the launcher's run (metrics, checkpoints, weights), puts
+      │                      the trained weights in the value store and names them in the
+      │                      result file
+      │       worker rank > 0: reports nowhere (`NullRun`)
+      │     and the trained model is rebuilt from them
+      ├── evaluate, gate, register here, once
       └── ends the run completed, or failed with the first failing worker's error
 
-Workers find the run through `TRAINFORGE_RUN_ID` and the store and artifacts through the
-settings of the environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`,
-`TRAINFORGE_ARTIFACTS`); rank 0 hands its results back in
-the JSON file named by `TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs a launcher
-with the same `--rdzv-endpoint` and `--rdzv-id`, from which each derives the job's run id
-(`job_run_id`): the first launcher creates the run, the others join it. Given `--resume RUN_ID`
-(or `training.checkpoint.resume: auto`), every launcher names the same run to continue: the
-first reopens it for the job (`job_key`), the others join it, and the workers continue from
-its newest checkpoint. The launcher whose node
-ran global rank 0 (it finds the result file) ends the run; the others only close their handle,
-or end it failed when a worker of their node failed.
+Workers find the run through `TRAINFORGE_RUN_ID`, the dataset through `TRAINFORGE_DATASET`
+(the value references, or absent for a `data.streaming` spec, whose workers each read their
+own shards through the data steps, recording nothing), and the store, artifacts and values
+through the settings of the environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`,
+`TRAINFORGE_ARTIFACTS`); rank 0 hands its results back in the JSON file named by
+`TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs a launcher with the same
+`--rdzv-endpoint` and `--rdzv-id`, from which each derives the job's run id (`job_run_id`):
+the first launcher creates the run, the others join it; each prepares the dataset for its own
+workers. Given `--resume RUN_ID` (or `training.checkpoint.resume: auto`), every launcher names
+the same run to continue: the first reopens it for the job (`job_key`), the others join it,
+and the workers continue from its newest checkpoint. The launcher whose node ran global rank 0
+(it finds the result file) evaluates, registers and ends the run; on the others the train
+step hands the rest to it (`ContinuedElsewhere`) and they only close their handle, or end the
+run failed when a worker of their node failed.
 """
 
 from __future__ import annotations
@@ -31,27 +41,39 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import Settings
+import numpy as np
+import torch
+
+from trainforge.config import PipelineSpec, Settings
 from trainforge.entities import DataVersion, Run
-from trainforge.errors import Preempted, SpecError, TrainingError
-from trainforge.evaluate import EvalReport
-from trainforge.orchestration import Dag, StepEvent, run_dag
-from trainforge.pipeline._alerts import DataAlerts
-from trainforge.pipeline._plan import plan_pipeline
-from trainforge.pipeline._run import PipelineResult, PipelineServices, run_tracked
-from trainforge.registry import GateResult
-from trainforge.storage import all_items
+from trainforge.errors import ContinuedElsewhere, Preempted, SpecError, TrainingError
+from trainforge.models import build_model, output_size
+from trainforge.orchestration import Dag, run_dag
+from trainforge.orchestration.session import value_store
+from trainforge.orchestration.values import ValueRef, ValueStore
+from trainforge.pipeline._dag import Recorded
+from trainforge.pipeline._dataset import Dataset
+from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
+from trainforge.pipeline._run import (
+    PipelineResult,
+    PipelineServices,
+    execute_in_process,
+    run_tracked,
+)
+from trainforge.pipeline._steps import TrainedModel, train
+from trainforge.storage import Store, all_items
 from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking import RunHandle
-from trainforge.train import process_group
+from trainforge.tracking import RunHandle, RunRecorder
+from trainforge.train import TrainResult, process_group
 
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 RESULT_FILE_ENV = "TRAINFORGE_RESULT_FILE"
+DATASET_ENV = "TRAINFORGE_DATASET"  # the dataset's value references; empty: the workers read
 WORKER_MODULE = "trainforge.pipeline._worker"
 JOB_NAMESPACE = uuid.UUID("dce1f42d-06d4-452f-9a4b-2221ec2166a1")  # of `job_run_id`
 log = logging.getLogger("trainforge")
@@ -109,9 +131,11 @@ def launch_pipeline(
     overrides = list(overrides or [])
     plan = plan_pipeline(path, overrides)
     _check_launch(plan.spec, launch, str(path), resume)
-    execute = partial(_launch_workers, launch, [str(Path(path).resolve()), *overrides])
+    services = PipelineServices.open(settings)
+    execute = partial(_execute_launched, launch, [str(Path(path).resolve()), *overrides], plan,
+                      services)
     multi_node = launch.nnodes > 1
-    return run_tracked(plan, PipelineServices.open(settings), execute=execute, resume=resume,
+    return run_tracked(plan, services, execute=execute, resume=resume,
                        allow_neutral_changes=allow_neutral_changes,
                        run_id=job_run_id(plan.spec.name, launch) if multi_node else None,
                        job=job_key(launch) if multi_node else None)
@@ -161,51 +185,67 @@ def _check_launch(spec: Any, launch: Launch, source: str, resume: str | None) ->
         raise SpecError([f"{source}: {problem}" for problem in problems])
 
 
-def _launch_workers(
-    launch: Launch, worker_args: list[str], handle: RunHandle
-) -> dict[str, Any] | None:
-    """The `execute` of a launched run: start the workers, return rank 0's results (None on a
-    node of a multi-node job where rank 0 did not run)."""
-    from torch.distributed.elastic.multiprocessing import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import parse_args, run
-
+def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan,
+                      services: PipelineServices, handle: RunHandle,
+                      dag: Dag) -> dict[str, Any] | None:
+    """The `execute` of a launched run: the DAG in this process, its train step on torchrun
+    workers. None on a node of a multi-node job where rank 0 did not run."""
     handle.set_tags({"distributed": {"nproc_per_node": launch.nproc_per_node,
                                      "nnodes": launch.nnodes,
                                      "min_nodes": launch.min_nodes or launch.nnodes,
                                      "max_restarts": launch.max_restarts}})
+    on_workers = partial(_train_on_workers, launch, worker_args, plan.spec,
+                         value_store(services.settings), services.store)
+    step = next(step for step in dag.steps if step.name == "train")
+    dag = dag.replacing(replace(step, fn=Recorded(on_workers)))
+    return execute_in_process(plan, services, None, handle, dag)
+
+
+def _train_on_workers(launch: Launch, worker_args: list[str], spec: PipelineSpec,
+                      values: ValueStore, store: Store, dataset: Dataset,
+                      run: RunRecorder) -> dict[str, Any]:
+    """The train step of a launched run: the dataset into the value store, the workers
+    started, the model rank 0 trained rebuilt from the weights it stored.
+    `ContinuedElsewhere` on a node whose workers did not include global rank 0."""
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args
+    from torch.distributed.run import run as torchrun
+
     with tempfile.TemporaryDirectory(prefix="trainforge-launch-") as tmp:
         result_file = Path(tmp) / "result.json"
         threads = str(max(1, (os.cpu_count() or 1) // launch.nproc_per_node))
-        env = {RUN_ID_ENV: handle.run_id, RESULT_FILE_ENV: str(result_file),
+        env = {RUN_ID_ENV: run.run_id, RESULT_FILE_ENV: str(result_file),
                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads),
                # Restarted workers in the agent's store would read the dead workers' addresses
                # (pytorch/pytorch#135712); global rank 0 hosts a fresh store for each attempt.
                "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+        stored = put_dataset(values, dataset)
+        env[DATASET_ENV] = json.dumps(stored) if stored is not None else ""
         try:
             with _environment(env):
-                run(parse_args(launch.torchrun_args(worker_args)))
+                torchrun(parse_args(launch.torchrun_args(worker_args)))
         except ChildFailedError as exc:
             rank, failure = exc.get_first_failure()
             raise TrainingError(f"worker rank {rank} failed (exit code {failure.exitcode}): "
                                 f"{failure.message}") from None
         except SignalException as exc:
-            raise _stopped_by(exc.sigval, handle) from None
+            raise _stopped_by(exc.sigval, store, run.run_id) from None
         if result_file.is_file():
-            return _read_result(result_file, handle)
-        if launch.nnodes > 1:
-            log.info("run %s: the workers of this node finished; the launcher on the node of "
-                     "global rank 0 reports the run", handle.run_id)
-            return None
-        raise TrainingError("the workers finished but rank 0 reported no result")
+            return {"trained": _read_trained(result_file, spec, dataset, values, run)}
+    if launch.nnodes > 1:
+        raise ContinuedElsewhere(
+            "the workers of this node finished; the launcher on the node of global rank 0 "
+            "evaluates, registers and reports the run")
+    raise TrainingError("the workers finished but rank 0 reported no result")
 
 
-def _stopped_by(signum: signal.Signals, handle: RunHandle) -> BaseException:
+def _stopped_by(signum: signal.Signals, store: Store, run_id: str) -> BaseException:
     """What a signal to the launcher means once torchrun stopped the workers with it (they
     checkpoint at the next step on SIGTERM): SIGTERM a preemption after the run's newest
     checkpoint, SIGINT a Ctrl+C, others a training error."""
     if signum == signal.SIGTERM:
-        saved = all_items(lambda cursor: handle.store.list_checkpoints(handle.run_id,
+        saved = all_items(lambda cursor: store.list_checkpoints(run_id,
                                                                        cursor=cursor))
         return Preempted(signum.name, saved[-1].step if saved else None)
     if signum == signal.SIGINT:
@@ -229,63 +269,99 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 def run_worker(path: str, overrides: list[str]) -> None:
-    """One torchrun worker of a launched run (see the module docstring for the roles)."""
+    """One torchrun worker of a launched run: trains on the dataset its launcher stored (see
+    the module docstring for the roles)."""
     plan = plan_pipeline(path, overrides)
     run_id = os.environ.get(RUN_ID_ENV)
     if not run_id:
         raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
                             "--nproc-per-node N`")
     services = PipelineServices.open()
+    values = value_store(services.settings)
     preemption = plan.preemption_notice()
     with process_group(plan.spec.training.device), preemption.installed():
+        dataset = _worker_dataset(plan, services, run_id, values)
         if int(os.environ.get("RANK", "0")) != 0:
-            dag = plan.dag(registry=None, preemption=preemption, data=services.data(),
-                           quality=False)
-            run_dag(_through(dag, "train"), {"run": NullRun(run_id, services.artifacts)})
+            train(plan.spec, (), preemption, dataset, NullRun(run_id, services.artifacts))
             return
         handle = RunHandle.attach(services.store, run_id, services.artifacts,
                                   settings=services.settings)
         try:
-            values = run_dag(plan.dag(services.store, preemption=preemption,
-                                      data=services.data(), alert=DataAlerts(services.store)),
-                             {"run": handle}, _log_step_event)
+            trained: TrainedModel = train(plan.spec, (), preemption, dataset, handle)["trained"]
         finally:
             handle.close()
-    _write_result(Path(os.environ[RESULT_FILE_ENV]), values)
+    _write_trained(Path(os.environ[RESULT_FILE_ENV]), trained, values)
 
 
-def _through(dag: Dag, last: str) -> Dag:
-    """The steps of `dag` up to and including `last`, in run order (closed under inputs)."""
+def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,
+                    values: ValueStore) -> Dataset:
+    """The dataset the launcher stored, or for a `data.streaming` spec (no dataset stored)
+    the data steps run again quietly: each rank then reads only its own shards."""
+    stored = os.environ.get(DATASET_ENV)
+    if stored:
+        return get_dataset(values, json.loads(stored))
+    dag = plan.dag(registry=None, data=services.data(), quality=False)
     names = [step.name for step in dag.order()]
-    keep = set(names[: names.index(last) + 1])
-    return Dag(dag.name, tuple(s for s in dag.steps if s.name in keep), dag.initial)
+    prepared = run_dag(dag.only(names[: names.index("train")]), {},
+                       recorder=NullRun(run_id, services.artifacts))
+    dataset: Dataset = prepared["dataset"]
+    return dataset
 
 
-def _log_step_event(event: StepEvent) -> None:
-    if event.state == "finished":
-        log.info("step %-9s done in %.1fs", event.step, event.seconds)
+def put_dataset(values: ValueStore, dataset: Dataset) -> dict[str, Any] | None:
+    """The dataset in the value store: its matrices as one safetensors value, its feature
+    names and classes as JSON; the two references, or None for a streaming dataset (its
+    training rows are read while training, not held)."""
+    if not isinstance(dataset.train, tuple):
+        return None
+    arrays = {f"{part}_{kind}": torch.from_numpy(np.ascontiguousarray(array))
+              for part, pair in (("train", dataset.train), ("val", dataset.val),
+                                 ("test", dataset.test))
+              for kind, array in zip(("x", "y"), pair, strict=True)}
+    matrices = values.put(arrays, "the dataset's matrices")
+    names = values.put({"feature_names": list(dataset.feature_names),
+                        "classes": list(dataset.classes)}, "the dataset's names")
+    if matrices is None or names is None:
+        raise TrainingError("the dataset cannot be stored for the workers: its classes are "
+                            "not plain values")
+    return {"matrices": matrices.to_json(), "names": names.to_json()}
 
 
-def _write_result(path: Path, values: dict[str, Any]) -> None:
-    evaluation: EvalReport = values["evaluation"]
-    version = values["model_version"]
-    result = {
-        "evaluation": evaluation.to_dict(),
-        "gate": values["gate"].to_dict(),
-        "model_version": [version.model_name, version.version] if version else None,
-    }
-    path.write_text(json.dumps(result))
+def get_dataset(values: ValueStore, stored: dict[str, Any]) -> Dataset:
+    """The dataset `put_dataset` stored."""
+    arrays = values.get(ValueRef.from_json(stored["matrices"]), "the dataset's matrices")
+    names = values.get(ValueRef.from_json(stored["names"]), "the dataset's names")
+
+    def pair(part: str) -> tuple[np.ndarray, np.ndarray]:
+        return arrays[f"{part}_x"].numpy(), arrays[f"{part}_y"].numpy()
+
+    return Dataset(train=pair("train"), val=pair("val"), test=pair("test"),
+                   feature_names=tuple(names["feature_names"]), classes=tuple(names["classes"]))
 
 
-def _read_result(path: Path, handle: RunHandle) -> dict[str, Any]:
+def _write_trained(path: Path, trained: TrainedModel, values: ValueStore) -> None:
+    """Rank 0's result: the trained weights in the value store, the training record here."""
+    weights = values.put(dict(trained.model.state_dict()), "the trained weights")
+    assert weights is not None  # a state dict of tensors always has a codec
+    result = trained.result
+    path.write_text(json.dumps({
+        "weights": weights.to_json(), "epochs": result.epochs, "steps": result.steps,
+        "history": result.history, "wall_s": result.wall_s,
+        "stopped_early": result.stopped_early, "skipped_steps": result.skipped_steps,
+        "artifact_uri": trained.artifact_uri}))
+
+
+def _read_trained(path: Path, spec: PipelineSpec, dataset: Dataset, values: ValueStore,
+                  run: RunRecorder) -> TrainedModel:
+    """The model rank 0 trained: built as the train step builds it, its weights loaded."""
     data = json.loads(path.read_text())
-    gate = data["gate"]
-    version = data["model_version"]
-    return {
-        "evaluation": EvalReport.from_dict(data["evaluation"]),
-        "gate": GateResult(passed=gate["passed"], failures=tuple(gate["failures"])),
-        "model_version": handle.store.get_model_version(*version) if version else None,
-    }
+    model = build_model(spec.model, dataset.num_features,
+                        output_size(spec.model.task, len(dataset.classes)))
+    model.load_state_dict(values.get(ValueRef.from_json(data["weights"]), "the trained weights"))
+    model.eval()
+    result = TrainResult(model, data["epochs"], data["steps"], data["history"], data["wall_s"],
+                         data["stopped_early"], data["skipped_steps"])
+    return TrainedModel(model, result, data["artifact_uri"])
 
 
 class NullRun:

@@ -7,6 +7,7 @@ steps are imported by `PipelinePlan.dag`), so `trainforge validate` stays fast.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ class PipelinePlan:
         from trainforge.pipeline._dag import build_training_dag
 
         return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
-                                  quality)
+                                  quality, str(self.source or SPEC_OBJECT))
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""
@@ -78,10 +79,35 @@ def plan_pipeline(
             spec.model_dump(context={KEEP_CREDENTIALS: True}), list(overrides), SPEC_OBJECT),
             SPEC_OBJECT) if overrides else spec
         check_spec(resolved, SPEC_OBJECT)
-        return PipelinePlan(resolved, None, overrides, spec_hash(resolved))
-    resolved = load_spec(spec, list(overrides))
-    check_spec(resolved, spec)
-    return PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved))
+        plan = PipelinePlan(resolved, None, overrides, spec_hash(resolved))
+    else:
+        resolved = load_spec(spec, list(overrides))
+        check_spec(resolved, spec)
+        plan = PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved))
+    _check_user_steps(plan)
+    return plan
+
+
+def _check_user_steps(plan: PipelinePlan) -> None:
+    """The spec's own `steps` wired into the chain, or `SpecError` naming the spec, the step
+    and the field (a function that does not import, an input nobody produces, a cycle, a
+    name or output the chain has). Their modules import from the working directory and the
+    spec's folder, as `python -m` would."""
+    if not plan.spec.steps:
+        return
+    from trainforge.errors import SpecError, TrainforgeError
+
+    for folder in (Path.cwd(), plan.code_dir):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    try:
+        plan.dag(None)
+    except SpecError as exc:
+        raise SpecError([problem if problem.startswith(str(plan.source or SPEC_OBJECT))
+                         else f"{plan.source or SPEC_OBJECT}: {problem}"
+                         for problem in exc.problems]) from exc
+    except TrainforgeError as exc:
+        raise SpecError([f"{plan.source or SPEC_OBJECT}: steps: {exc}"]) from exc
 
 
 

@@ -4,7 +4,8 @@ DAG, and translate what went wrong into errors that name the run.
     plan_pipeline      spec file or object + overrides → checked spec, spec hash (no run yet)
     _run_to_resume     --resume RUN_ID (the same spec), or `resume: auto` matching the spec hash
     _open_run          a new run, the resumed one, or the one a multi-node job shares
-    execute            the DAG in this process, or torchrun workers (`launch_pipeline`)
+    execute            the DAG as one pipeline run of `InProcessRunner` (every step's state in
+                       `step_runs`), or torchrun workers (`launch_pipeline`)
     _errors_of_run     `Preempted` → `RunPreempted`, `Pruned` → `RunPruned`, other trainforge
                        errors → `RunFailed`
 """
@@ -17,6 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
 from trainforge.errors import (
     Conflict,
     NotFound,
+    PipelineFailed,
     Preempted,
     Pruned,
     ResumeRefused,
@@ -35,7 +38,8 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
-from trainforge.orchestration import StepListener, run_dag
+from trainforge.orchestration import Dag, InProcessRunner, StepListener
+from trainforge.orchestration.session import value_store
 from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
 from trainforge.pipeline._resume import (
@@ -56,7 +60,7 @@ from trainforge.train import Callback
 from trainforge.versioning import DataRepository, open_repository
 
 log = logging.getLogger("trainforge")
-Execute = Callable[[RunHandle], dict[str, Any] | None]
+Execute = Callable[[RunHandle, Dag], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,10 @@ def run_pipeline(
     through changes that keep its spec hash, recorded on the run); without it,
     `training.checkpoint.resume: auto` continues the newest unfinished run of the same spec
     hash that has one. `callbacks` join the trainer's (e.g. a tuning trial reporting and
-    pruning); `parent` nests the run under another. `execute(run)` runs the steps and returns
-    their values (`evaluation`, `gate`, `model_version`); by default the DAG runs in this
-    process (`launch_pipeline` passes one that starts torchrun workers instead). A callback
+    pruning); `parent` nests the run under another. `execute(run, dag)` runs the steps and
+    returns their values (`evaluation`, `gate`, `model_version`); by default the DAG runs in
+    this process (`launch_pipeline` passes one whose train step runs on torchrun workers). A
+    callback
     raising `Pruned` (a tuning trial's pruner) ends the run `pruned`, raised as `RunPruned`.
     """
     plan = plan_pipeline(spec, overrides)
@@ -153,6 +158,7 @@ def run_tracked(
     `execute` may return None: another process reports the run and ends it, so this one only
     closes its handle and returns None.
     """
+    execute = execute or partial(execute_in_process, plan, services, listener)
     preemption = plan.preemption_notice()
     dag = plan.dag(services.store, callbacks, preemption, services.data(),
                    DataAlerts(services.store))
@@ -167,7 +173,7 @@ def run_tracked(
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
             handle.set_system({**plan.system_record(), **process_record(),
                                "resume": {"changes": [c.to_json() for c in resumed.changes]}})
-        values = execute(handle) if execute else run_dag(dag, {"run": handle}, listener)
+        values = execute(handle, dag)
         if values is None:
             handle.close()  # leaves the run to the process that reports it; `with` ends nothing
             return None
@@ -178,6 +184,29 @@ def run_tracked(
         gate=values["gate"],
         model_version=values["model_version"],
     )
+
+
+def execute_in_process(plan: PipelinePlan, services: PipelineServices,
+                       listener: StepListener | None, handle: RunHandle,
+                       dag: Dag) -> dict[str, Any] | None:
+    """The DAG as one pipeline run recording to `handle` (its id in the run's system
+    namespace, `pipeline_run`): its values, or None when a step handed the rest to another
+    process (`ContinuedElsewhere`). A failed step's own error is raised when it is
+    trainforge's (a preemption, a data error: what `_errors_of_run` translates), else
+    `PipelineFailed` naming the step and its error."""
+    runner = InProcessRunner(services.store, value_store(services.settings), recorder=handle,
+                             settings=services.settings, listener=listener)
+    pipeline_run_id = uuid.uuid4().hex
+    handle.set_system({"pipeline_run": pipeline_run_id})
+    try:
+        outcome = runner.run(dag, source=plan.system_record(), pipeline_run_id=pipeline_run_id)
+    except PipelineFailed as exc:
+        failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
+    else:
+        if outcome.elsewhere is not None:
+            return None
+        return {name: outcome.value(name) for name in ("evaluation", "gate", "model_version")}
+    raise failure
 
 
 def _check_process_group(plan: PipelinePlan) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from trainforge.config import PbtSpec, PipelineSpec, Settings, TuningSpec
 from trainforge.entities import Run
 from trainforge.errors import CheckpointError, RunFailed, TrainforgeError
-from trainforge.orchestration import Dag, run_dag
+from trainforge.orchestration import run_dag
 from trainforge.pipeline import (
     Dataset,
     PipelinePlan,
@@ -172,9 +172,7 @@ class _Study:
     def _prepare(self, study: RunHandle) -> Dataset:
         """ingest → validate → split → features, once for the population."""
         dag = self.plan.dag(None)
-        data = Dag(f"{dag.name}-data", tuple(s for s in dag.steps if s.name in DATA_STEPS),
-                   initial=("run",))
-        dataset: Dataset = run_dag(data, {"run": study})["dataset"]
+        dataset: Dataset = run_dag(dag.only(DATA_STEPS), {}, recorder=study)["dataset"]
         return dataset
 
     def _open_member(self, study: RunHandle, index: int, stack: ExitStack) -> PbtMember:
