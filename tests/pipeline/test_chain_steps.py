@@ -4,15 +4,20 @@ and the field."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from home import home_store
 
-from trainforge.entities import RunStatus, StepState
+from trainforge.entities import PipelineRunStatus, RunStatus, StepState
 from trainforge.errors import RunFailed, SpecError
 from trainforge.pipeline import plan_pipeline, run_pipeline
+from trainforge.train import Callback
+
+TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 
 ONE_EPOCH = ["training.epochs=1"]
 CHAIN = ["ingest", "validate", "profile", "split", "features", "train", "evaluate", "gate",
@@ -95,3 +100,46 @@ def test_bad_user_steps_are_refused_before_any_run(fraud_project, steps, expecte
     path = _with_steps(fraud_project, steps)
     with pytest.raises(SpecError, match=expected):
         plan_pipeline(path, ONE_EPOCH)
+
+
+class CrashAt(Callback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, trainer) -> None:
+        if trainer.state.global_step == self.step:
+            raise RuntimeError("crash")
+
+
+@pytest.mark.slow
+def test_resume_of_a_failed_training_pipeline_run_trains_on_from_its_newest_checkpoint(
+    fraud_project
+):
+    settings = ["training.epochs=2", "training.checkpoint.every_n_steps=10",
+                "training.deterministic=true"]
+    spec = str(fraud_project / "pipeline.yaml")
+    with pytest.raises(RunFailed, match="train: RuntimeError: crash") as failed:
+        run_pipeline(spec, settings, callbacks=[CrashAt(25)])
+    store = home_store()
+    run_id = failed.value.run_id
+    pipeline_run = store.get_run(run_id).system["pipeline_run"]
+    states = {a.step: a.state for a in store.list_step_runs(pipeline_run)}
+    assert states["train"] is StepState.FAILED and states["register"] is StepState.SKIPPED
+
+    resumed = subprocess.run([TRAINFORGE, "resume", pipeline_run[:8]],
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from the checkpoint of step 20" in resumed.stderr
+    assert store.get_run(run_id).status is RunStatus.COMPLETED
+    [version] = store.list_model_versions().items
+    assert (version.run_id, version.version) == (run_id, "1")
+    assert store.get_pipeline_run(pipeline_run).status is PipelineRunStatus.SUCCEEDED
+    last = {a.step: a for a in store.list_step_runs(pipeline_run)}
+    assert last["train"].attempt == 2 and last["train"].state is StepState.SUCCEEDED
+    assert all(a.state is StepState.SUCCEEDED for a in last.values())
+    steps = [p.step for p in store.get_metric_history(run_id, "train_loss").items]
+    assert steps == sorted(set(steps)) and len(steps) == 66  # 33 steps an epoch, each once
+
+    again = subprocess.run([TRAINFORGE, "resume", pipeline_run], capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 2 and "succeeded; there is nothing to resume" in again.stderr

@@ -168,6 +168,11 @@ def run(
         _render.fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
     if result is None:  # global rank 0 ran on another node: that node's launcher reports the run
         return
+    report_pipeline(result, as_json)
+
+
+def report_pipeline(result: PipelineResult, as_json: bool) -> None:
+    """A finished run of the training pipeline, printed; exit 3 when a gate stopped it."""
     summary = pipeline_summary(result)
     if as_json:
         _render.emit_json(summary)

@@ -14,11 +14,14 @@ import typer
 import yaml
 
 from trainforge.cli import _context, _render
+from trainforge.entities import PipelineRun, PipelineRunStatus
 from trainforge.errors import (
     Ambiguous,
     NotFound,
     PipelineFailed,
     ResumeRefused,
+    RunFailed,
+    RunPreempted,
     SpecError,
 )
 
@@ -96,22 +99,63 @@ def pipeline_show(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = Fa
 
 def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) -> None:
     """Continue a failed pipeline run: the steps that did not succeed, and those after them,
-    run again with the code as it is now; the others' stored outputs are reused."""
+    run again with the code as it is now; the others' stored outputs are reused. A run of
+    the training pipeline continues its run, training from the newest checkpoint."""
     from trainforge.orchestration.session import resume_steps
 
     if not as_json:
         _render.setup_logging()
     try:
-        outcome = resume_steps(pipeline_run_id, settings=_context.settings(),
-                               store=_context.existing_store(),
-                               listener=None if as_json else _render.print_step)
+        record = _context.existing_store().find_pipeline_run(pipeline_run_id)
     except (NotFound, Ambiguous) as exc:
         _render.fail(str(exc), 1)
+    if "spec" in record.source:
+        _resume_training(record, as_json)
+        return
+    try:
+        outcome = resume_steps(record.pipeline_run_id, settings=_context.settings(),
+                               store=_context.existing_store(),
+                               listener=None if as_json else _render.print_step)
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except PipelineFailed as exc:
         _failed(exc)
     _report(outcome, as_json)
+
+
+def _resume_training(record: PipelineRun, as_json: bool) -> None:
+    """`resume` of a pipeline run of the training pipeline: its tracked run continued with the
+    spec and overrides it was started with, in the same pipeline run."""
+    from trainforge.cli._app import EXIT_PREEMPTED, report_pipeline
+    from trainforge.pipeline import run_pipeline
+
+    store = _context.existing_store()
+    spec = record.source["spec"]
+    run = store.get_run(record.run_id) if record.run_id else None
+    if record.status is PipelineRunStatus.SUCCEEDED:
+        _render.fail(f"pipeline run {record.pipeline_run_id} succeeded; there is nothing to "
+                     "resume", 2)
+    if run is None or not spec.get("path"):
+        _render.fail(f"pipeline run {record.pipeline_run_id} was started from Python with a "
+                     "spec object; resume it there with run_pipeline(spec, resume=RUN_ID)", 2)
+    if "distributed" in run.tags:
+        _render.fail(f"pipeline run {record.pipeline_run_id} trained on torchrun workers: "
+                     f"continue it with `trainforge run {spec['path']} --nproc-per-node N "
+                     f"--resume {run.run_id}` and the flags it was started with", 2)
+    try:
+        with _render.warnings_on_stderr():
+            result = run_pipeline(spec["path"], spec.get("overrides") or [],
+                                  settings=_context.settings(), store=store,
+                                  resume=run.run_id, pipeline_run=record.pipeline_run_id,
+                                  listener=None if as_json else _render.print_step)
+    except (SpecError, ResumeRefused) as exc:
+        _render.fail(str(exc), 2)
+    except RunPreempted as exc:
+        _render.fail(f"{exc}\ncontinue it with: trainforge resume {record.pipeline_run_id}",
+                     EXIT_PREEMPTED)
+    except RunFailed as exc:
+        _render.fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
+    report_pipeline(result, as_json)
 
 
 def explain_cache(pipeline_run_id: PipelineRunId,

@@ -106,6 +106,7 @@ def run_pipeline(
     resume: str | None = None,
     allow_neutral_changes: bool = False,
     execute: Execute | None = None,
+    pipeline_run: str | None = None,
 ) -> PipelineResult:
     """Run the pipeline `spec` declares (a spec file, or a `PipelineSpec`), as one tracked run.
 
@@ -123,6 +124,9 @@ def run_pipeline(
     this process (`launch_pipeline` passes one whose train step runs on torchrun workers). A
     callback
     raising `Pruned` (a tuning trial's pruner) ends the run `pruned`, raised as `RunPruned`.
+    `pipeline_run` (with `resume`) continues that pipeline run of the run rather than starting
+    another: its steps without stored outputs run again, the train step from the run's newest
+    checkpoint.
     """
     plan = plan_pipeline(spec, overrides)
     if execute is None:
@@ -130,7 +134,7 @@ def run_pipeline(
     result = run_tracked(
         plan, PipelineServices.open(settings, store, artifacts),
         listener=listener, callbacks=callbacks, parent=parent, resume=resume,
-        allow_neutral_changes=allow_neutral_changes, execute=execute,
+        allow_neutral_changes=allow_neutral_changes, execute=execute, pipeline_run=pipeline_run,
     )
     assert result is not None  # only an `execute` of a multi-node launch returns no values
     return result
@@ -148,6 +152,7 @@ def run_tracked(
     execute: Execute | None = None,
     run_id: str | None = None,
     job: str | None = None,
+    pipeline_run: str | None = None,
 ) -> PipelineResult | None:
     """`run_pipeline` over a plan, with what the launchers of a multi-node job add.
 
@@ -158,7 +163,8 @@ def run_tracked(
     `execute` may return None: another process reports the run and ends it, so this one only
     closes its handle and returns None.
     """
-    execute = execute or partial(execute_in_process, plan, services, listener)
+    execute = execute or partial(execute_in_process, plan, services, listener,
+                                 pipeline_run=pipeline_run)
     preemption = plan.preemption_notice()
     dag = plan.dag(services.store, callbacks, preemption, services.data(),
                    DataAlerts(services.store))
@@ -187,19 +193,22 @@ def run_tracked(
 
 
 def execute_in_process(plan: PipelinePlan, services: PipelineServices,
-                       listener: StepListener | None, handle: RunHandle,
-                       dag: Dag) -> dict[str, Any] | None:
+                       listener: StepListener | None, handle: RunHandle, dag: Dag, *,
+                       pipeline_run: str | None = None) -> dict[str, Any] | None:
     """The DAG as one pipeline run recording to `handle` (its id in the run's system
-    namespace, `pipeline_run`): its values, or None when a step handed the rest to another
-    process (`ContinuedElsewhere`). A failed step's own error is raised when it is
+    namespace, `pipeline_run`; given, that pipeline run continued): its values, or None when
+    a step handed the rest to another process (`ContinuedElsewhere`). A failed step's own
+    error is raised when it is
     trainforge's (a preemption, a data error: what `_errors_of_run` translates), else
     `PipelineFailed` naming the step and its error."""
     runner = InProcessRunner(services.store, value_store(services.settings), recorder=handle,
                              settings=services.settings, listener=listener)
-    pipeline_run_id = uuid.uuid4().hex
+    pipeline_run_id = pipeline_run or uuid.uuid4().hex
     handle.set_system({"pipeline_run": pipeline_run_id})
     try:
-        outcome = runner.run(dag, source=plan.system_record(), pipeline_run_id=pipeline_run_id)
+        outcome = (runner.run(dag, resume=pipeline_run) if pipeline_run is not None else
+                   runner.run(dag, source=plan.system_record(),
+                              pipeline_run_id=pipeline_run_id))
     except PipelineFailed as exc:
         failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
     else:
