@@ -86,6 +86,26 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
 
 
 @pytest.mark.slow
+def test_a_streamed_run_trains_on_workers_that_read_their_own_shards(fraud_project):
+    """A streaming dataset is no value to store: each worker reads its shards through the data
+    steps, recording nothing; the launcher's pipeline run records each step once."""
+    result = cli("run", str(fraud_project / "pipeline.yaml"), "--nproc-per-node", "2",
+                 "training.strategy=ddp", "training.epochs=1", "data.streaming=true",
+                 "data.shuffle_rows=4096", "evaluation.gates=[]", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout)["model_version"] == "fraud_detector/1"
+    store = home_store()
+    [run] = store.list_runs().items
+    assert run.status is RunStatus.COMPLETED and run.tags["data"]["streaming"] is True
+    assert run.tags["trainer"]["world_size"] == 2 and run.metrics["test_roc_auc"] > 0.5
+    attempts = store.list_step_runs(run.system["pipeline_run"])
+    assert sorted(a.step for a in attempts) == sorted(
+        ["ingest", "validate", "profile", "split", "features", "train", "evaluate", "gate",
+         "register"])
+    assert {a.state for a in attempts} == {StepState.SUCCEEDED}
+
+
+@pytest.mark.slow
 def test_a_failing_worker_fails_the_run_with_its_error(fraud_project):
     result = cli("run", str(fraud_project / "pipeline.yaml"), "--nproc-per-node", "2",
                  "training.strategy=ddp", "training.optimizer.lr=1e30")
