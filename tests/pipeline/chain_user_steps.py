@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.orchestration import StepContext
+from trainforge.orchestration import StepContext, step
 
 
 def count_rows(raw: Any, context: StepContext) -> int:
@@ -31,3 +31,12 @@ def needs_a_missing_value(nothing: Any) -> None:
 
 def refuse(raw: Any) -> int:
     raise ValueError(f"refused {len(raw.frame)} rows")
+
+
+@step(outputs=["positives"], after=["validate"])
+def count_positives(raw: Any, context: StepContext) -> int:
+    """A step declared in Python: the fraud rows that passed validation, as a tag."""
+    assert context.recorder is not None
+    positives = int(raw.frame["is_fraud"].sum())
+    context.recorder.set_tags({"positives": positives})
+    return positives

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from home import home_store
@@ -75,6 +76,23 @@ def test_a_failing_user_step_skips_what_depends_on_it_and_fails_the_run(fraud_pr
     assert states["summary"].state is StepState.SKIPPED
     assert states["summary"].error == "not run: refuse did not succeed"
     assert all(states[step].state is StepState.SUCCEEDED for step in CHAIN)
+
+
+def test_a_step_declared_in_python_joins_the_chain(fraud_project):
+    from chain_user_steps import count_positives
+
+    result = run_pipeline(fraud_project / "pipeline.yaml", ONE_EPOCH, steps=[count_positives])
+    store = home_store()
+    run = store.get_run(result.run.run_id)
+    by_step = {a.step: a for a in store.list_step_runs(run.system["pipeline_run"])}
+    assert by_step["count_positives"].state is StepState.SUCCEEDED
+    assert by_step["count_positives"].started_at >= by_step["validate"].ended_at
+    data = pd.read_parquet(fraud_project / "data")
+    assert run.tags["positives"] == int(data["is_fraud"].sum()) > 0
+    with pytest.raises(SpecError, match=r"pipeline.yaml: step 'count_positives': after: "
+                                        r"\['nowhere'\] are not steps"):
+        run_pipeline(fraud_project / "pipeline.yaml", ONE_EPOCH,
+                     steps=[count_positives.using(after=["nowhere"])])
 
 
 @pytest.mark.parametrize(("steps", "expected"), [

@@ -151,6 +151,16 @@ def _qualified(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
+def as_step(item: StepDefinition | Step | Callable[..., Any]) -> Step:
+    """The `Step` of a `@step` function, a `Step`, or a plain function (options from its
+    signature)."""
+    if isinstance(item, StepDefinition):
+        return item.to_step()
+    if isinstance(item, Step):
+        return item
+    return make_step(item, StepOptions())
+
+
 class Pipeline:
     """A DAG of user steps: `Pipeline([load, scale, train], name="demo", max_parallel=2)`.
     Defaults for every step: `retries` (with `backoff_s`, `retry_on`) and `timeout`."""
@@ -159,15 +169,7 @@ class Pipeline:
                  name: str, max_parallel: int = 1, retries: int = 0, backoff_s: float = 1.0,
                  retry_on: Sequence[str] = ("transient", "timeout"),
                  timeout: float | None = None) -> None:
-        built = []
-        for item in steps:
-            if isinstance(item, StepDefinition):
-                built.append(item.to_step())
-            elif isinstance(item, Step):
-                built.append(item)
-            else:
-                built.append(make_step(item, StepOptions()))
-        self.dag = Dag(name, tuple(built), max_parallel=max_parallel,
+        self.dag = Dag(name, tuple(as_step(item) for item in steps), max_parallel=max_parallel,
                        retry=RetryPolicy(retries + 1, backoff_s, retry_on=tuple(retry_on)),
                        timeout_s=timeout)
 

@@ -30,6 +30,7 @@ def build_training_dag(
     spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
     preemption: PreemptionNotice | None = None, data: DataRepository | None = None,
     alert: Alert | None = None, quality: bool = True, source: str = "spec",
+    extra: Sequence[Step] = (),
 ) -> Dag:
     """Bind each step to its spec section and services; the wiring is data (names in, names
     out). `registry` receives the model versions (None: a DAG that never registers, such as a
@@ -38,7 +39,8 @@ def build_training_dag(
     `data` hashes the files read (once per unchanged file) and reads pinned data versions;
     `alert` announces data that breaks its contract (a log line and the webhooks); `quality`
     False leaves out the profile and drift steps (a non-reporting rank's DAG). The spec's own
-    `steps` join the chain (`source` names the spec file in their errors)."""
+    `steps` join the chain (`source` names the spec file in their errors), then `extra` (steps
+    given in Python)."""
     task = spec.model.task
     reading, preparing = _data_steps(spec, data, alert)
     checks = (
@@ -70,6 +72,7 @@ def build_training_dag(
                   ("trained", "evaluation", "gate", "splits", "feature_pipeline"),
                   ("model_version",)),
         *(steps_from_yaml(spec.steps, source) if spec.steps else []),
+        *extra,
     )
     return Dag(name=spec.name, steps=steps)
 

@@ -26,7 +26,7 @@ from trainforge.pipeline._identity import spec_hash
 from trainforge.train import PreemptionNotice
 
 if TYPE_CHECKING:
-    from trainforge.orchestration import Dag
+    from trainforge.orchestration import Dag, Step
     from trainforge.pipeline._alerts import Alert
     from trainforge.storage.contracts import RegistryStore
     from trainforge.train import Callback
@@ -38,12 +38,14 @@ SPEC_OBJECT = "<PipelineSpec object>"  # the source named in errors about a spec
 @dataclass(frozen=True)
 class PipelinePlan:
     """A checked spec ready to run. `source` is the spec file (None for a spec object),
-    `overrides` are recorded redacted, `code_dir` is where the git state is read."""
+    `overrides` are recorded redacted, `code_dir` is where the git state is read; `steps` are
+    steps given in Python that join the chain after the spec's own."""
 
     spec: PipelineSpec
     source: Path | None
     overrides: tuple[str, ...]
     spec_hash: str
+    steps: tuple[Step, ...] = ()
 
     @property
     def code_dir(self) -> Path:
@@ -56,7 +58,7 @@ class PipelinePlan:
         from trainforge.pipeline._dag import build_training_dag
 
         return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
-                                  quality, str(self.source or SPEC_OBJECT))
+                                  quality, str(self.source or SPEC_OBJECT), self.steps)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""
@@ -69,21 +71,24 @@ class PipelinePlan:
 
 
 def plan_pipeline(
-    spec: PipelineSpec | str | Path, overrides: Sequence[str] | None = None
+    spec: PipelineSpec | str | Path, overrides: Sequence[str] | None = None,
+    steps: Sequence[Step] = (),
 ) -> PipelinePlan:
     """Load (a path) or take (a `PipelineSpec`) the spec, apply `overrides` and run the
-    cross-section checks; `SpecError` naming the file (or the spec object) and field."""
+    cross-section checks; `SpecError` naming the file (or the spec object) and field. `steps`
+    (given in Python) join the chain, checked with the spec's own."""
     overrides = tuple(overrides or ())
     if isinstance(spec, PipelineSpec):
         resolved = parse_model(PipelineSpec, apply_overrides(
             spec.model_dump(context={KEEP_CREDENTIALS: True}), list(overrides), SPEC_OBJECT),
             SPEC_OBJECT) if overrides else spec
         check_spec(resolved, SPEC_OBJECT)
-        plan = PipelinePlan(resolved, None, overrides, spec_hash(resolved))
+        plan = PipelinePlan(resolved, None, overrides, spec_hash(resolved), tuple(steps))
     else:
         resolved = load_spec(spec, list(overrides))
         check_spec(resolved, spec)
-        plan = PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved))
+        plan = PipelinePlan(resolved, Path(spec), overrides, spec_hash(resolved),
+                            tuple(steps))
     _check_user_steps(plan)
     return plan
 
@@ -93,7 +98,7 @@ def _check_user_steps(plan: PipelinePlan) -> None:
     and the field (a function that does not import, an input nobody produces, a cycle, a
     name or output the chain has). Their modules import from the working directory and the
     spec's folder, as `python -m` would."""
-    if not plan.spec.steps:
+    if not plan.spec.steps and not plan.steps:
         return
     from trainforge.errors import SpecError, TrainforgeError
 

@@ -38,8 +38,9 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
-from trainforge.orchestration import Dag, InProcessRunner, StepListener
+from trainforge.orchestration import Dag, InProcessRunner, Step, StepListener
 from trainforge.orchestration.session import value_store
+from trainforge.orchestration.steps import StepDefinition, as_step
 from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
 from trainforge.pipeline._resume import (
@@ -107,6 +108,7 @@ def run_pipeline(
     allow_neutral_changes: bool = False,
     execute: Execute | None = None,
     pipeline_run: str | None = None,
+    steps: Sequence[StepDefinition | Step | Callable[..., Any]] = (),
 ) -> PipelineResult:
     """Run the pipeline `spec` declares (a spec file, or a `PipelineSpec`), as one tracked run.
 
@@ -126,9 +128,10 @@ def run_pipeline(
     raising `Pruned` (a tuning trial's pruner) ends the run `pruned`, raised as `RunPruned`.
     `pipeline_run` (with `resume`) continues that pipeline run of the run rather than starting
     another: its steps without stored outputs run again, the train step from the run's newest
-    checkpoint.
+    checkpoint. `steps` (`@step` functions, `Step`s or plain functions) join the chain
+    beside the spec's own `steps:`, placed by their inputs and `after`.
     """
-    plan = plan_pipeline(spec, overrides)
+    plan = plan_pipeline(spec, overrides, [as_step(item) for item in steps])
     if execute is None:
         _check_process_group(plan)
     result = run_tracked(
