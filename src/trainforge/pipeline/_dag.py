@@ -11,7 +11,7 @@ validation stops the gate.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -58,8 +58,7 @@ def build_training_dag(
     steps = (
         *reading,
         *checks,
-        Step(split.name, split.fn, split.inputs, split.outputs,
-             after=tuple(step.name for step in checks)),
+        replace(split, after=tuple(step.name for step in checks)),
         featurize,
         _recorded("train", partial(_steps.train, spec, tuple(callbacks), preemption),
                   ("dataset",), ("trained",)),

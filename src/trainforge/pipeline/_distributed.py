@@ -52,7 +52,6 @@ import torch
 from trainforge.config import PipelineSpec, Settings
 from trainforge.entities import DataVersion, Run
 from trainforge.errors import ContinuedElsewhere, Preempted, SpecError, TrainingError
-from trainforge.models import build_model, output_size
 from trainforge.orchestration import Dag, run_dag
 from trainforge.orchestration.session import value_store
 from trainforge.orchestration.values import ValueRef, ValueStore
@@ -65,7 +64,7 @@ from trainforge.pipeline._run import (
     execute_in_process,
     run_tracked,
 )
-from trainforge.pipeline._steps import TrainedModel, train
+from trainforge.pipeline._steps import TrainedModel, new_model, train
 from trainforge.storage import Store, all_items
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle, RunRecorder
@@ -196,8 +195,8 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
                                      "max_restarts": launch.max_restarts}})
     on_workers = partial(_train_on_workers, launch, worker_args, plan.spec,
                          value_store(services.settings), services.store)
-    step = next(step for step in dag.steps if step.name == "train")
-    dag = dag.replacing(replace(step, fn=Recorded(on_workers)))
+    in_process = next(step for step in dag.steps if step.name == "train")
+    dag = dag.replacing(replace(in_process, fn=Recorded(on_workers)))
     return execute_in_process(plan, services, None, handle, dag)
 
 
@@ -300,9 +299,7 @@ def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,
     stored = os.environ.get(DATASET_ENV)
     if stored:
         return get_dataset(values, json.loads(stored))
-    dag = plan.dag(registry=None, data=services.data(), quality=False)
-    names = [step.name for step in dag.order()]
-    prepared = run_dag(dag.only(names[: names.index("train")]), {},
+    prepared = run_dag(plan.data_dag(services.data()), {},
                        recorder=NullRun(run_id, services.artifacts))
     dataset: Dataset = prepared["dataset"]
     return dataset
@@ -355,8 +352,7 @@ def _read_trained(path: Path, spec: PipelineSpec, dataset: Dataset, values: Valu
                   run: RunRecorder) -> TrainedModel:
     """The model rank 0 trained: built as the train step builds it, its weights loaded."""
     data = json.loads(path.read_text())
-    model = build_model(spec.model, dataset.num_features,
-                        output_size(spec.model.task, len(dataset.classes)))
+    model = new_model(spec, dataset)
     model.load_state_dict(values.get(ValueRef.from_json(data["weights"]), "the trained weights"))
     model.eval()
     result = TrainResult(model, data["epochs"], data["steps"], data["history"], data["wall_s"],

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from trainforge.versioning import DataRepository
 
 SPEC_OBJECT = "<PipelineSpec object>"  # the source named in errors about a spec given as object
+DATA_STEPS = ("ingest", "validate", "split", "features")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,11 @@ class PipelinePlan:
 
         return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
                                   quality, str(self.source or SPEC_OBJECT), self.steps)
+
+    def data_dag(self, data: DataRepository | None = None) -> Dag:
+        """The chain's ingest, validate, split and features steps alone: what prepares the
+        dataset (a PBT study's once, a streaming run's on each worker)."""
+        return self.dag(None, data=data, quality=False).only(DATA_STEPS)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""

@@ -211,13 +211,20 @@ def _locate_part(raw: IngestResult, positions: np.ndarray) -> Callable[[int], st
     return lambda row: raw.locate(int(positions[row]))
 
 
+def new_model(spec: PipelineSpec, dataset: Dataset) -> nn.Module:
+    """The spec's model for the dataset's features and classes, its initial weights fixed by
+    `training.seed` (the process's generator left as found)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(spec.training.seed)
+        return build_model(spec.model, dataset.num_features,
+                           output_size(spec.model.task, len(dataset.classes)))
+
+
 def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],
           preemption: PreemptionNotice | None, dataset: Dataset,
           run: RunRecorder) -> dict[str, Any]:
+    model = new_model(spec, dataset)
     out_features = output_size(spec.model.task, len(dataset.classes))
-    with torch.random.fork_rng():  # the seed fixes the initial weights, nothing global
-        torch.manual_seed(spec.training.seed)
-        model = build_model(spec.model, dataset.num_features, out_features)
     location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifact_uri())
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
                       spec.evaluation, callbacks, checkpoint_dir=location, resume=True,

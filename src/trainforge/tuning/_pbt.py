@@ -59,7 +59,6 @@ from trainforge.tuning._pbt_member import PbtMember, StopAt, score, weights_sha2
 from trainforge.tuning._pbt_select import plan_exploits, rank
 from trainforge.tuning._pbt_space import Values, explore, initial_values, spec_with
 
-DATA_STEPS = ("ingest", "validate", "split", "features")
 SPEC_OBJECT = "<PipelineSpec object>"
 
 
@@ -171,8 +170,7 @@ class _Study:
 
     def _prepare(self, study: RunHandle) -> Dataset:
         """ingest → validate → split → features, once for the population."""
-        dag = self.plan.dag(None)
-        dataset: Dataset = run_dag(dag.only(DATA_STEPS), {}, recorder=study)["dataset"]
+        dataset: Dataset = run_dag(self.plan.data_dag(), {}, recorder=study)["dataset"]
         return dataset
 
     def _open_member(self, study: RunHandle, index: int, stack: ExitStack) -> PbtMember:
