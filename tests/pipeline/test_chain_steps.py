@@ -4,6 +4,8 @@ and the field."""
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +13,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from home import home_store
+from home import home_artifacts, home_store
+from sklearn.metrics import roc_auc_score
 
+from trainforge.config import Settings
 from trainforge.entities import PipelineRunStatus, RunStatus, StepState
 from trainforge.errors import RunFailed, SpecError
+from trainforge.evaluate import predict_scores
+from trainforge.orchestration.cache import stored_refs
+from trainforge.orchestration.session import value_store
 from trainforge.pipeline import plan_pipeline, run_pipeline
 from trainforge.train import Callback
 
@@ -59,6 +66,35 @@ def test_the_chain_and_user_steps_are_one_pipeline_run_with_every_state(fraud_pr
     assert rows == 24_000 - run.tags["validation"]["quarantined"]
     assert run.metrics["auc_rows"] == pytest.approx(run.metrics["test_roc_auc"] * rows * 2.0)
     assert result.model_version is not None
+    _check_stored_values(run, by_step)
+
+
+def _check_stored_values(run, by_step) -> None:
+    """Every step's outputs are in the value store, and what comes back is what the run
+    recorded: the rows read, the splits (the golden set), the report, the model's scores."""
+    values = value_store(Settings.from_env())
+    got = {}
+    for attempt in by_step.values():
+        refs = stored_refs(attempt.outputs)
+        assert refs is not None, (attempt.step, attempt.outputs)
+        got.update({name: values.get(ref, name) for name, ref in refs.items()})
+    assert len(got["read"].frame) == 24_000 and got["read"].fingerprint == run.data_version_id
+    assert got["raw"].locate(0).startswith(got["raw"].files[0].name)
+    splits, dataset = got["splits"], got["dataset"]
+    golden = pd.read_parquet(io.BytesIO(home_artifacts().get_bytes(
+        run.run_id, "evaluation/test.parquet")))
+    pd.testing.assert_frame_equal(splits.test.reset_index(drop=True), golden)
+    assert len(dataset.test[0]) == len(golden) == len(dataset.test[1])
+    report = json.loads(home_artifacts().get_bytes(run.run_id, "evaluation/report.json"))
+    assert got["evaluation"].to_dict() == report
+    trained = got["trained"]
+    assert trained.summary["train_steps"] == run.metrics["train_steps"]
+    scores = predict_scores(trained.model, dataset.test[0], "binary")
+    assert roc_auc_score(dataset.test[1], scores) == pytest.approx(run.metrics["test_roc_auc"],
+                                                                   abs=1e-6)
+    assert got["gate"].passed and got["model_version"] == home_store().get_model_version(
+        got["model_version"].model_name, got["model_version"].version)
+    assert got["feature_pipeline"].content_hash == run.tags["features"]["hash"]
 
 
 def test_a_failing_user_step_skips_what_depends_on_it_and_fails_the_run(fraud_project):
@@ -154,6 +190,7 @@ def test_resume_of_a_failed_training_pipeline_run_trains_on_from_its_newest_chec
     assert store.get_pipeline_run(pipeline_run).status is PipelineRunStatus.SUCCEEDED
     last = {a.step: a for a in store.list_step_runs(pipeline_run)}
     assert last["train"].attempt == 2 and last["train"].state is StepState.SUCCEEDED
+    assert all(last[step].attempt == 1 for step in CHAIN[:CHAIN.index("train")])  # reused
     assert all(a.state is StepState.SUCCEEDED for a in last.values())
     steps = [p.step for p in store.get_metric_history(run_id, "train_loss").items]
     assert steps == sorted(set(steps)) and len(steps) == 66  # 33 steps an epoch, each once
@@ -161,3 +198,54 @@ def test_resume_of_a_failed_training_pipeline_run_trains_on_from_its_newest_chec
     again = subprocess.run([TRAINFORGE, "resume", pipeline_run], capture_output=True,
                            text=True, timeout=60)
     assert again.returncode == 2 and "succeeded; there is nothing to resume" in again.stderr
+
+
+AUDIT = {"name": "audit", "uses": "audit_step:audit", "inputs": ["evaluation"],
+         "outputs": ["audited"], "after": ["evaluate"]}
+PUBLISH = {"name": "publish", "uses": "audit_step:publish", "inputs": ["audited"],
+           "outputs": ["published"]}
+FAILING_AUDIT = '''
+def audit(evaluation):
+    raise ValueError("the audit is not ready")
+
+
+def publish(audited, context):
+    context.recorder.set_summary({"audited_auc": audited})
+    return audited
+'''
+
+
+@pytest.mark.slow
+def test_resume_runs_exactly_the_failed_step_and_what_depends_on_it(fraud_project):
+    """The chain's steps all succeed, a step of the spec after evaluate fails; with its code
+    fixed, `resume` runs it and the step after it, reusing every other step's stored outputs:
+    nothing is read, trained or registered again."""
+    path = _with_steps(fraud_project, [AUDIT, PUBLISH])
+    module = fraud_project / "audit_step.py"
+    module.write_text(FAILING_AUDIT)
+    with pytest.raises(RunFailed, match="the audit is not ready") as failed:
+        run_pipeline(path, ONE_EPOCH)
+    store = home_store()
+    run_id = failed.value.run_id
+    pipeline_run = store.get_run(run_id).system["pipeline_run"]
+    first = {a.step: a.state for a in store.list_step_runs(pipeline_run)}
+    assert first == {**dict.fromkeys(CHAIN, StepState.SUCCEEDED), "audit": StepState.FAILED,
+                     "publish": StepState.SKIPPED}
+
+    module.write_text(FAILING_AUDIT.replace('raise ValueError("the audit is not ready")',
+                                            'return evaluation.metrics["roc_auc"]'))
+    resumed = subprocess.run([TRAINFORGE, "resume", pipeline_run], capture_output=True,
+                             text=True, timeout=300, cwd=fraud_project)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    attempts = store.list_step_runs(pipeline_run)
+    again = sorted(a.step for a in attempts if a.attempt > 1)
+    assert again == ["audit", "publish"]
+    assert all(a.state is StepState.SUCCEEDED for a in attempts if a.attempt > 1)
+    assert sorted(a.step for a in attempts if a.attempt == 1) == sorted(
+        [*CHAIN, "audit", "publish"])
+    run = store.get_run(run_id)
+    assert run.status is RunStatus.COMPLETED
+    assert run.metrics["audited_auc"] == pytest.approx(run.metrics["test_roc_auc"])
+    assert len(store.list_model_versions().items) == 1
+    assert "checkpoint" not in resumed.stderr
+    assert store.get_pipeline_run(pipeline_run).status is PipelineRunStatus.SUCCEEDED

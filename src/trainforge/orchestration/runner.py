@@ -381,9 +381,7 @@ class _Execution:
                 self.runner.values, self.record.pipeline_run_id, attempt,
                 self.record.run_id, self.runner.settings), timeout)
             return {name: ref.to_json() for name, ref in isolated.items()}, isolated
-        values = {name: self.memory[name] if ref is None else
-                  self.runner.values.get(ref, f"step {step.name!r} input {name!r}")
-                  for name, ref in inputs.items()}
+        values = {name: self._input(step, name, ref) for name, ref in inputs.items()}
         context = StepContext.make(step.name, self.record.pipeline_run_id, attempt,
                                    self.runner.recorder)
         produced = call_in_process(step, values, context)
@@ -391,14 +389,20 @@ class _Execution:
         refs: dict[str, ValueRef] = {}
         for name, value in produced.items():
             ref = self.runner.values.put(value, f"step {step.name!r} output {name!r}")
+            with self.lock:
+                self.memory[name] = value  # later steps here take it as it is, not decoded
             if ref is None:
-                with self.lock:
-                    self.memory[name] = value
                 recorded[name] = {"memory": type(value).__name__}
             else:
                 refs[name] = ref
                 recorded[name] = ref.to_json()
         return recorded, refs
+
+    def _input(self, step: Step, name: str, ref: ValueRef | None) -> Any:
+        """An input as this process produced it, else decoded from the value store."""
+        if name in self.memory or ref is None:
+            return self.memory[name]
+        return self.runner.values.get(ref, f"step {step.name!r} input {name!r}")
 
     def _finish(self, row: StepRun, refs: dict[str, ValueRef]) -> None:
         with self.lock:

@@ -5,12 +5,14 @@ in the object store, so a step can run in another process and its outputs can be
     fitted feature pipelines     feature-pipeline  their canonical JSON
     tensors, dicts of tensors    safetensors       (a model's weights: `model.state_dict()`)
     small plain values           json              None, bool, int, float, str, lists, dicts
+    objects of registered types  struct            frames, arrays, tensors and plain fields
+                                                   in one value (`value_types.py`)
 
 A value is stored under `values/<sha256[:2]>/<sha256>.<suffix>` of its encoded bytes, once
 whatever produced it; its `ValueRef` (codec, digest, size) is what step runs record, and the
 digest is what a downstream step's cache key hashes. A value no codec takes (a live model, a
-run handle) stays in the memory of the process that made it: `put` returns None for it, and a
-step that consumes or produces one is not cached.
+run handle, a registered type holding a callable) stays in the memory of the process that made
+it: `put` returns None for it, and a step that consumes or produces one is not cached.
 
 Reading checks the bytes against the digest, so a swapped or truncated object is refused
 (`ValueStoreError` naming its key) rather than decoded.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainforge.errors import ObjectNotFound, ObjectStoreError, ValueStoreError
+from trainforge.orchestration.value_types import StructCodec, Unstorable
 from trainforge.storage.objects import ObjectStore
 
 PREFIX = "values"
@@ -167,7 +170,7 @@ def _plain(value: Any, depth: int = 0) -> bool:
 
 
 CODECS: tuple[Codec, ...] = (ParquetCodec(), FeaturePipelineCodec(), SafetensorsCodec(),
-                             JsonCodec())
+                             StructCodec(), JsonCodec())
 
 
 def _codec(name: str) -> Codec:
@@ -197,6 +200,8 @@ class ValueStore:
             return None
         try:
             data = codec.encode(value)
+        except Unstorable:
+            return None
         except Exception as exc:
             raise ValueStoreError(f"{what}: cannot be encoded as {codec.name}: {exc}") from exc
         ref = ValueRef(codec.name, hashlib.sha256(data).hexdigest(), len(data))
@@ -222,8 +227,6 @@ class ValueStore:
                                   "was stored")
         try:
             return _codec(ref.codec).decode(data)
-        except ValueStoreError:
-            raise
         except Exception as exc:
             raise ValueStoreError(f"{what}: {self.objects.uri_of(ref.key)} cannot be decoded "
                                   f"as {ref.codec}: {exc}") from exc

@@ -6,6 +6,11 @@ Steps record to the tracked run their context carries (`StepContext.recorder`), 
 a value: each function in `_steps.py` takes it as `run`, given by `Recorded`. The chain is
 strict: a data-quality step that fails stops the split (and all after it), a failed cross
 validation stops the gate.
+
+Their outputs go through the value store (types registered in `_values.py`), so `trainforge
+resume` reuses those of the steps that succeeded and a step can run in another process (the
+train step on torchrun workers). They are never taken from another run's cache (`cache:
+False`): what they record belongs to the run that ran them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from trainforge.errors import TrainforgeError
 from trainforge.orchestration import Dag, Step, StepContext
 from trainforge.orchestration.steps import steps_from_yaml
 from trainforge.pipeline import _data_quality, _steps, _streaming
+from trainforge.pipeline import _values as _values  # registers the values stored per step
 from trainforge.pipeline._alerts import Alert
 from trainforge.storage.contracts import RegistryStore
 from trainforge.train import Callback, PreemptionNotice
@@ -91,7 +97,8 @@ class Recorded:
 
 def _recorded(name: str, fn: Callable[..., dict[str, Any]], inputs: tuple[str, ...],
               outputs: tuple[str, ...], after: tuple[str, ...] = ()) -> Step:
-    return Step(name, Recorded(fn), inputs, outputs, context="context", after=after)
+    return Step(name, Recorded(fn), inputs, outputs, context="context", after=after,
+                cache=False)
 
 
 def _data_steps(spec: PipelineSpec, data: DataRepository | None,
@@ -105,7 +112,7 @@ def _data_steps(spec: PipelineSpec, data: DataRepository | None,
              _recorded("validate", partial(_streaming.validate, spec.data, alert), ("read",),
                        ("validation", "raw"))),
             (Step("split", partial(_streaming.split, spec.data), ("raw", "validation"),
-                  ("splits",)),
+                  ("splits",), cache=False),
              _recorded("features", partial(_streaming.features, spec.features, spec.data, task),
                        ("raw", "splits"), ("dataset", "feature_pipeline"))),
         )
@@ -113,7 +120,8 @@ def _data_steps(spec: PipelineSpec, data: DataRepository | None,
         (_recorded("ingest", partial(_steps.ingest, spec.data, data), (), ("read",)),
          _recorded("validate", partial(_steps.validate, spec.data, task, alert), ("read",),
                    ("validation", "raw"))),
-        (Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",)),
+        (Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",),
+              cache=False),
          _recorded("features", partial(_steps.features, spec.features, spec.data, task),
                    ("raw", "splits"), ("dataset", "feature_pipeline"))),
     )

@@ -46,10 +46,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
-from trainforge.config import PipelineSpec, Settings
+from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run
 from trainforge.errors import ContinuedElsewhere, Preempted, SpecError, TrainingError
 from trainforge.orchestration import Dag, run_dag
@@ -64,11 +61,11 @@ from trainforge.pipeline._run import (
     execute_in_process,
     run_tracked,
 )
-from trainforge.pipeline._steps import TrainedModel, new_model, train
+from trainforge.pipeline._steps import TrainedModel, train
 from trainforge.storage import Store, all_items
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle, RunRecorder
-from trainforge.train import TrainResult, process_group
+from trainforge.train import process_group
 
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 RESULT_FILE_ENV = "TRAINFORGE_RESULT_FILE"
@@ -193,16 +190,15 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
                                      "nnodes": launch.nnodes,
                                      "min_nodes": launch.min_nodes or launch.nnodes,
                                      "max_restarts": launch.max_restarts}})
-    on_workers = partial(_train_on_workers, launch, worker_args, plan.spec,
+    on_workers = partial(_train_on_workers, launch, worker_args,
                          value_store(services.settings), services.store)
     in_process = next(step for step in dag.steps if step.name == "train")
     dag = dag.replacing(replace(in_process, fn=Recorded(on_workers)))
     return execute_in_process(plan, services, None, handle, dag)
 
 
-def _train_on_workers(launch: Launch, worker_args: list[str], spec: PipelineSpec,
-                      values: ValueStore, store: Store, dataset: Dataset,
-                      run: RunRecorder) -> dict[str, Any]:
+def _train_on_workers(launch: Launch, worker_args: list[str], values: ValueStore,
+                      store: Store, dataset: Dataset, run: RunRecorder) -> dict[str, Any]:
     """The train step of a launched run: the dataset into the value store, the workers
     started, the model rank 0 trained rebuilt from the weights it stored.
     `ContinuedElsewhere` on a node whose workers did not include global rank 0."""
@@ -219,8 +215,8 @@ def _train_on_workers(launch: Launch, worker_args: list[str], spec: PipelineSpec
                # Restarted workers in the agent's store would read the dead workers' addresses
                # (pytorch/pytorch#135712); global rank 0 hosts a fresh store for each attempt.
                "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
-        stored = put_dataset(values, dataset)
-        env[DATASET_ENV] = json.dumps(stored) if stored is not None else ""
+        stored = values.put(dataset, "the dataset")
+        env[DATASET_ENV] = json.dumps(stored.to_json()) if stored is not None else ""
         try:
             with _environment(env):
                 torchrun(parse_args(launch.torchrun_args(worker_args)))
@@ -231,7 +227,8 @@ def _train_on_workers(launch: Launch, worker_args: list[str], spec: PipelineSpec
         except SignalException as exc:
             raise _stopped_by(exc.sigval, store, run.run_id) from None
         if result_file.is_file():
-            return {"trained": _read_trained(result_file, spec, dataset, values, run)}
+            trained = ValueRef.from_json(json.loads(result_file.read_text()))
+            return {"trained": values.get(trained, "the model rank 0 trained")}
     if launch.nnodes > 1:
         raise ContinuedElsewhere(
             "the workers of this node finished; the launcher on the node of global rank 0 "
@@ -289,7 +286,9 @@ def run_worker(path: str, overrides: list[str]) -> None:
             trained: TrainedModel = train(plan.spec, (), preemption, dataset, handle)["trained"]
         finally:
             handle.close()
-    _write_trained(Path(os.environ[RESULT_FILE_ENV]), trained, values)
+    stored = values.put(trained, "the trained model")
+    assert stored is not None  # a trained model is a registered value type
+    Path(os.environ[RESULT_FILE_ENV]).write_text(json.dumps(stored.to_json()))
 
 
 def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,
@@ -298,66 +297,12 @@ def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,
     the data steps run again quietly: each rank then reads only its own shards."""
     stored = os.environ.get(DATASET_ENV)
     if stored:
-        return get_dataset(values, json.loads(stored))
+        dataset: Dataset = values.get(ValueRef.from_json(json.loads(stored)), "the dataset")
+        return dataset
     prepared = run_dag(plan.data_dag(services.data()), {},
                        recorder=NullRun(run_id, services.artifacts))
-    dataset: Dataset = prepared["dataset"]
-    return dataset
-
-
-def put_dataset(values: ValueStore, dataset: Dataset) -> dict[str, Any] | None:
-    """The dataset in the value store: its matrices as one safetensors value, its feature
-    names and classes as JSON; the two references, or None for a streaming dataset (its
-    training rows are read while training, not held)."""
-    if not isinstance(dataset.train, tuple):
-        return None
-    arrays = {f"{part}_{kind}": torch.from_numpy(np.ascontiguousarray(array))
-              for part, pair in (("train", dataset.train), ("val", dataset.val),
-                                 ("test", dataset.test))
-              for kind, array in zip(("x", "y"), pair, strict=True)}
-    matrices = values.put(arrays, "the dataset's matrices")
-    names = values.put({"feature_names": list(dataset.feature_names),
-                        "classes": list(dataset.classes)}, "the dataset's names")
-    if matrices is None or names is None:
-        raise TrainingError("the dataset cannot be stored for the workers: its classes are "
-                            "not plain values")
-    return {"matrices": matrices.to_json(), "names": names.to_json()}
-
-
-def get_dataset(values: ValueStore, stored: dict[str, Any]) -> Dataset:
-    """The dataset `put_dataset` stored."""
-    arrays = values.get(ValueRef.from_json(stored["matrices"]), "the dataset's matrices")
-    names = values.get(ValueRef.from_json(stored["names"]), "the dataset's names")
-
-    def pair(part: str) -> tuple[np.ndarray, np.ndarray]:
-        return arrays[f"{part}_x"].numpy(), arrays[f"{part}_y"].numpy()
-
-    return Dataset(train=pair("train"), val=pair("val"), test=pair("test"),
-                   feature_names=tuple(names["feature_names"]), classes=tuple(names["classes"]))
-
-
-def _write_trained(path: Path, trained: TrainedModel, values: ValueStore) -> None:
-    """Rank 0's result: the trained weights in the value store, the training record here."""
-    weights = values.put(dict(trained.model.state_dict()), "the trained weights")
-    assert weights is not None  # a state dict of tensors always has a codec
-    result = trained.result
-    path.write_text(json.dumps({
-        "weights": weights.to_json(), "epochs": result.epochs, "steps": result.steps,
-        "history": result.history, "wall_s": result.wall_s,
-        "stopped_early": result.stopped_early, "skipped_steps": result.skipped_steps,
-        "artifact_uri": trained.artifact_uri}))
-
-
-def _read_trained(path: Path, spec: PipelineSpec, dataset: Dataset, values: ValueStore,
-                  run: RunRecorder) -> TrainedModel:
-    """The model rank 0 trained: built as the train step builds it, its weights loaded."""
-    data = json.loads(path.read_text())
-    model = new_model(spec, dataset)
-    model.load_state_dict(values.get(ValueRef.from_json(data["weights"]), "the trained weights"))
-    model.eval()
-    result = TrainResult(model, data["epochs"], data["steps"], data["history"], data["wall_s"],
-                         data["stopped_early"], data["skipped_steps"])
-    return TrainedModel(model, result, data["artifact_uri"])
+    streamed: Dataset = prepared["dataset"]
+    return streamed
 
 
 class NullRun:

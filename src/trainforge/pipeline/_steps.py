@@ -63,9 +63,13 @@ CROSS_VALIDATION_ARTIFACT = "evaluation/cross_validation.json"
 
 @dataclass(frozen=True)
 class TrainedModel:
+    """The trained model, its training record, where its artifacts go, and its description
+    (`model_description`: what `model/model.json` holds, and what rebuilds it)."""
+
     model: nn.Module
     result: TrainResult
     artifact_uri: str
+    description: dict[str, Any]
 
     @property
     def summary(self) -> dict[str, float]:
@@ -224,26 +228,30 @@ def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],
           preemption: PreemptionNotice | None, dataset: Dataset,
           run: RunRecorder) -> dict[str, Any]:
     model = new_model(spec, dataset)
-    out_features = output_size(spec.model.task, len(dataset.classes))
     location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifact_uri())
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
                       spec.evaluation, callbacks, checkpoint_dir=location, resume=True,
                       preemption=preemption)
     result = trainer.fit()
-    trained = TrainedModel(result.model, result, run.artifact_uri("model"))
+    trained = TrainedModel(result.model, result, run.artifact_uri("model"),
+                           model_description(spec, dataset))
     run.set_summary(trained.summary)
     with tempfile.TemporaryDirectory() as tmp:
         weights = save_weights(result.model, Path(tmp) / "weights.safetensors")
         run.log_artifact(weights, "model/weights.safetensors")
-    description = {
+    run.put_artifact("model/model.json", json.dumps(trained.description, indent=2).encode())
+    return {"trained": trained}
+
+
+def model_description(spec: PipelineSpec, dataset: Dataset) -> dict[str, Any]:
+    """The spec's model section, its sizes for `dataset`, the feature names and classes."""
+    return {
         "model": spec.model.model_dump(mode="json"),
         "in_features": dataset.num_features,
-        "out_features": out_features,
+        "out_features": output_size(spec.model.task, len(dataset.classes)),
         "feature_names": list(dataset.feature_names),
         "classes": list(dataset.classes),
     }
-    run.put_artifact("model/model.json", json.dumps(description, indent=2).encode())
-    return {"trained": trained}
 
 
 def evaluate(spec: EvaluationSpec, task: str, trained: TrainedModel, dataset: Dataset,
