@@ -56,3 +56,13 @@ def wait(seconds: float = 1.0) -> float:
 
 def broken(frame: pd.DataFrame) -> float:
     raise ValueError("broken on purpose")
+
+
+def handed_on(frame: pd.DataFrame) -> dict:
+    """Its input as it is, beside a new value."""
+    return {"same": frame, "rows": len(frame)}
+
+
+def is_same(frame: pd.DataFrame, same: pd.DataFrame) -> bool:
+    """Whether both inputs are one object: the one the first step produced, not decoded."""
+    return frame is same

@@ -203,3 +203,19 @@ def test_builtins_and_partials_of_them_have_no_first_party_code() -> None:
     for fn in (len, functools.partial(max, default=0), print):
         code, deps = Fingerprinter().code(fn)
         assert code == {} and set(deps) == {"python"}
+
+
+def test_later_steps_take_the_object_produced_and_an_input_handed_on_is_not_stored_again(
+        sqlite_store: Store, values: ValueStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(rs.handed_on, ["same", "rows"]),
+               _step(rs.is_same, ["identical"]))
+    puts: list[str] = []
+    put = ValueStore.put
+    monkeypatch.setattr(ValueStore, "put",
+                        lambda self, value, what="value": puts.append(what) or put(self, value,
+                                                                                   what))
+    outcome = _runner(sqlite_store, values).run(dag)
+    assert outcome.value("identical") is True  # the frame itself, not decoded from the store
+    assert outcome.refs["same"] == outcome.refs["frame"]
+    assert puts == ["step 'numbers' output 'frame'", "step 'handed_on' output 'rows'",
+                    "step 'is_same' output 'identical'"]

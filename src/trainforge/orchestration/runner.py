@@ -387,8 +387,12 @@ class _Execution:
         produced = call_in_process(step, values, context)
         recorded: dict[str, Any] = {}
         refs: dict[str, ValueRef] = {}
+        passed_on = {id(value): inputs[name] for name, value in values.items()}
         for name, value in produced.items():
-            ref = self.runner.values.put(value, f"step {step.name!r} output {name!r}")
+            # an input handed on as it is (validate's rows when none was quarantined) is
+            # already stored
+            ref = passed_on.get(id(value)) or self.runner.values.put(
+                value, f"step {step.name!r} output {name!r}")
             with self.lock:
                 self.memory[name] = value  # later steps here take it as it is, not decoded
             if ref is None:
