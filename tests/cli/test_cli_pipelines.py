@@ -1,5 +1,6 @@
 """Pipelines of user steps from the command line: `pipeline run` (Python and YAML),
-`resume` of a pipeline run that failed, `dag`, `explain-cache`, `pipeline show`."""
+`resume` of a pipeline run that failed, `dag`, `explain-cache`, `pipeline show`, `pipeline
+gc`."""
 
 from __future__ import annotations
 
@@ -198,3 +199,25 @@ def test_a_bad_yaml_step_is_refused_naming_the_step_and_field(
     assert refused.returncode == 2
     assert message in refused.stderr
     assert executed(project) == []
+
+
+@pytest.mark.slow
+def test_gc_deletes_the_values_of_old_pipeline_runs_and_the_cache_runs_them_again(
+        project: Path) -> None:
+    first = cli(project, "pipeline", "run", "steps.yaml", "--json")
+    assert first.returncode == 0, first.stderr
+    executed(project)
+    stored = set(ValueStore(open_object_store(Settings.from_env().artifact_root))
+                 .objects.list("values"))
+    recent = json.loads(cli(project, "pipeline", "gc", "--json").stdout)
+    assert recent == {"deleted": [], "freed_bytes": 0, "kept": len(stored), "unnamed": 0,
+                      "dry_run": False}
+    collected = json.loads(cli(project, "pipeline", "gc", "--older-than", "0", "--json").stdout)
+    assert set(collected["deleted"]) == stored and collected["kept"] == 0
+    again = json.loads(cli(project, "pipeline", "run", "steps.yaml", "--json").stdout)
+    assert set(again["steps"].values()) == {"succeeded"}
+    assert sorted(executed(project)) == ["join", "left", "right", "s1"]
+    why = cli(project, "explain-cache", again["pipeline_run_id"], "first").stdout
+    assert why == "miss: the stored outputs of the execution with this key are gone\n"
+    negative = cli(project, "pipeline", "gc", "--older-than", "-1")
+    assert negative.returncode == 2 and "--older-than" in negative.stderr

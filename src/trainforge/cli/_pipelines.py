@@ -1,7 +1,8 @@
 """Commands over pipelines of user steps and their pipeline runs: `pipeline run TARGET`,
-`pipeline show PIPELINE_RUN`, `dag SPEC`, `resume PIPELINE_RUN`, `explain-cache PIPELINE_RUN
-STEP`. TARGET is a YAML file of steps or `package.module:attribute` (a `Pipeline`); `dag`
-also draws the standard training pipeline of a spec."""
+`pipeline show PIPELINE_RUN`, `pipeline gc`, `dag SPEC`, `resume PIPELINE_RUN`,
+`explain-cache PIPELINE_RUN STEP`. TARGET is a YAML file of steps or
+`package.module:attribute` (a `Pipeline`); `dag` also draws the standard training pipeline of
+a spec."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from trainforge.orchestration import Dag, PipelineOutcome
 
 pipeline_app = typer.Typer(no_args_is_help=True, help="Pipelines of your own steps: run one, "
-                           "show a pipeline run's step states.")
+                           "show a pipeline run's step states, collect old step outputs.")
 Target = Annotated[str, typer.Argument(
     metavar="TARGET", help="A YAML file of steps, or package.module:attribute (a Pipeline).")]
 PipelineRunId = Annotated[str, typer.Argument(
@@ -95,6 +96,36 @@ def pipeline_show(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = Fa
                f"{record.status.value}")
     _render.emit_table("Steps", ["step", "attempt", "state", "seconds", "key", "error"], rows,
                        empty="no steps")
+
+
+@pipeline_app.command("gc")
+def pipeline_gc(
+    older_than: Annotated[float, typer.Option(
+        "--older-than", min=0, metavar="DAYS",
+        help="Delete the stored values that only pipeline runs last active more than DAYS "
+             "days ago name.")] = 30.0,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Say what would be deleted; delete nothing.")] = False,
+    as_json: _render.JsonFlag = False,
+) -> None:
+    """Delete the step outputs (values/) that only old pipeline runs name; those of running
+    and recent pipeline runs are kept, for the cache and resume."""
+    from datetime import timedelta
+
+    from trainforge.orchestration.gc import collect_values
+    from trainforge.orchestration.session import value_store
+
+    collected = collect_values(_context.existing_store(), value_store(_context.settings()),
+                               timedelta(days=older_than), dry_run=dry_run)
+    if as_json:
+        _render.emit_json({"deleted": collected.deleted, "freed_bytes": collected.freed_bytes,
+                           "kept": collected.kept, "unnamed": collected.unnamed,
+                           "dry_run": dry_run})
+        return
+    verb = "would delete" if dry_run else "deleted"
+    typer.echo(f"{verb} {len(collected.deleted)} value(s), {collected.freed_bytes / 1e6:.1f} MB; "
+               f"kept {collected.kept} that running or recent pipeline runs name"
+               + (f"; left {collected.unnamed} no step run names" if collected.unnamed else ""))
 
 
 def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) -> None:

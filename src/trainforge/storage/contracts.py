@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from trainforge.entities import (
     CheckpointRecord,
@@ -450,6 +450,15 @@ class WebhookStore(Protocol):
     ) -> Page[WebhookDelivery]: ...
 
 
+class StepOutputs(NamedTuple):
+    """One attempt's recorded outputs (value references, or `{"memory": type}`), and its
+    pipeline run's status and last activity."""
+
+    status: PipelineRunStatus
+    active_at: datetime
+    outputs: dict[str, Any]
+
+
 class PipelineRunStore(Protocol):
     """Pipeline runs and the attempts of their steps: what the runner persists
     (`trainforge.orchestration`), what `resume` and `explain-cache` read back.
@@ -468,7 +477,10 @@ class PipelineRunStore(Protocol):
       ended after `newer_than` (any time when None): the execution a cache hit reuses, never a
       `cached` copy of it; `previous_step_run` is the newest attempt of `step` of the same
       pipeline with a cache key, added before `before` (a step run id): what `explain-cache`
-      compares an attempt with.
+      compares an attempt with;
+    - `list_step_outputs` is every attempt's recorded outputs with its pipeline run's status
+      and last activity (its end, or its start while it runs): what the value store's gc
+      reads.
     """
 
     def create_pipeline_run(self, pipeline_run_id: str, pipeline_id: str,
@@ -497,6 +509,8 @@ class PipelineRunStore(Protocol):
     def find_cached(self, cache_key: str, newer_than: datetime | None = None) -> StepRun | None: ...
 
     def previous_step_run(self, pipeline_id: str, step: str, before: int) -> StepRun | None: ...
+
+    def list_step_outputs(self) -> list[StepOutputs]: ...
 
 
 class RunCheckpointStore(RunStore, CheckpointStore, Protocol):

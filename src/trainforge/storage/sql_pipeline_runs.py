@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
 from trainforge.errors import Ambiguous, Conflict, NotFound
+from trainforge.storage.contracts import StepOutputs
 from trainforge.storage.tables import PipelineRow, PipelineRunRow, StepRunRow, as_utc, utcnow
 
 _SHOWN = 5  # ids an ambiguous prefix lists
@@ -123,6 +124,14 @@ def previous_step(session: Session, pipeline_id: str, step: str, before: int) ->
              .order_by(StepRunRow.id.desc()).limit(1))
     row = session.scalars(query).first()
     return None if row is None else to_step_run(row)
+
+
+def step_outputs(session: Session) -> list[StepOutputs]:
+    query = (select(PipelineRunRow.status, PipelineRunRow.started_at, PipelineRunRow.ended_at,
+                    StepRunRow.outputs)
+             .join(PipelineRunRow, PipelineRunRow.pipeline_run_id == StepRunRow.pipeline_run_id))
+    return [StepOutputs(PipelineRunStatus(status), as_utc(ended or started), dict(outputs))
+            for status, started, ended, outputs in session.execute(query) if outputs]
 
 
 def to_pipeline_run(row: PipelineRunRow) -> PipelineRun:

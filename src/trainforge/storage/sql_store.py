@@ -67,7 +67,7 @@ from trainforge.storage import (
     sql_pipeline_runs,
     sql_registry,
 )
-from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
+from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page, StepOutputs
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
 from trainforge.storage.query import parse_filter, parse_sort
@@ -609,6 +609,10 @@ class SqlStore:
     def previous_step_run(self, pipeline_id: str, step: str, before: int) -> StepRun | None:
         with self._read() as session:
             return sql_pipeline_runs.previous_step(session, pipeline_id, step, before)
+
+    def list_step_outputs(self) -> list[StepOutputs]:
+        with self._read() as session:
+            return sql_pipeline_runs.step_outputs(session)
 
     # model registry
 
