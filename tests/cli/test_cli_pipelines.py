@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,54 @@ def test_gc_deletes_the_values_of_old_pipeline_runs_and_the_cache_runs_them_agai
     assert why == "miss: the stored outputs of the execution with this key are gone\n"
     negative = cli(project, "pipeline", "gc", "--older-than", "-1")
     assert negative.returncode == 2 and "--older-than" in negative.stderr
+
+
+HOLD = '''
+    import time
+    from pathlib import Path
+
+    from trainforge.orchestration import Pipeline, step
+
+
+    @step(outputs=["held"])
+    def hold(marker: str = "hold.marker") -> int:
+        while Path(marker).exists():
+            time.sleep(0.1)
+        return 1
+
+
+    pipeline = Pipeline([hold.using(name="hold")], name="held")
+'''
+
+
+@pytest.mark.slow
+def test_resume_refuses_a_pipeline_run_whose_process_lives_and_continues_a_dead_one(
+        project: Path) -> None:
+    (project / "hold.py").write_text(textwrap.dedent(HOLD).lstrip())
+    (project / "hold.marker").touch()
+    holder = subprocess.Popen([TRAINFORGE, "pipeline", "run", "hold:pipeline"], cwd=project,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        store = home_store()
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline and holder.poll() is None
+            runs = store.list_runs(pipeline_id="held").items
+            if runs:
+                pipeline_run = runs[0].system["pipeline_run"]
+                if any(a.state is StepState.RUNNING for a in store.list_step_runs(pipeline_run)):
+                    break
+            time.sleep(0.2)
+        refused = cli(project, "resume", pipeline_run)
+        assert refused.returncode == 2
+        assert (f"pipeline run {pipeline_run} is still running (pid {holder.pid} on "
+                in refused.stderr), refused.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    (project / "hold.marker").unlink()
+    resumed = cli(project, "resume", pipeline_run, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "succeeded"
+    last = {a.step: a for a in store.list_step_runs(pipeline_run)}
+    assert last["hold"].attempt == 2 and last["hold"].state is StepState.SUCCEEDED

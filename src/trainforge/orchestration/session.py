@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ def run_steps(dag: Dag, *, settings: Settings | None = None, store: Store | None
               options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
               listener: StepListener | None = None, resume: str | None = None) -> PipelineOutcome:
     """Run `dag` as a new pipeline run (or continue `resume`) recording to a tracked run."""
-    from trainforge.tracking import default_store, start_run
+    from trainforge.tracking import default_store, process_record, start_run
 
     settings = settings or Settings.from_env()
     store = store if store is not None else default_store(settings)
@@ -127,12 +128,18 @@ def run_steps(dag: Dag, *, settings: Settings | None = None, store: Store | None
     run_id = None
     if resume is not None:
         run_id = store.get_pipeline_run(resume).run_id
+    pipeline_run_id = resume or uuid.uuid4().hex
     handle = start_run(dag.name, store=store, settings=settings, resume=run_id,
-                       pipeline_id=dag.name, system={"pipeline_source": dict(source or {})})
+                       pipeline_id=dag.name,
+                       system={"pipeline_source": dict(source or {}),
+                               "pipeline_run": pipeline_run_id, **process_record()})
+    if run_id is not None:
+        handle.set_system(process_record())  # the process that continues it now
     runner = InProcessRunner(store, value_store(settings), recorder=handle, settings=settings,
                              listener=listener)
     with handle:
-        return runner.run(dag, options=options, source=source, resume=resume)
+        return runner.run(dag, options=options, source=source, resume=resume,
+                          pipeline_run_id=pipeline_run_id)
 
 
 def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
@@ -140,8 +147,9 @@ def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
                  listener: StepListener | None = None) -> PipelineOutcome:
     """Continue pipeline run `pipeline_run_id` (an id or unique prefix): its DAG rebuilt from
     its source with the code as it is now; the steps without stored outputs and those after
-    them run. `ResumeRefused` when it succeeded or was started without a source."""
-    from trainforge.tracking import default_store
+    them run. `ResumeRefused` when it succeeded, was started without a source, or is still
+    running (its tracked run's process alive on this host, or its heartbeat fresh)."""
+    from trainforge.tracking import default_store, is_alive, where_running
 
     settings = settings or Settings.from_env()
     store = store if store is not None else default_store(settings)
@@ -149,6 +157,10 @@ def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
     if record.status is PipelineRunStatus.SUCCEEDED:
         raise ResumeRefused(f"pipeline run {record.pipeline_run_id} succeeded; there is "
                             "nothing to resume")
+    run = store.get_run(record.run_id) if record.run_id is not None else None
+    if record.status is PipelineRunStatus.RUNNING and run is not None and is_alive(run):
+        raise ResumeRefused(f"pipeline run {record.pipeline_run_id} is still running "
+                            f"({where_running(run)}); stop it first")
     target = record.source.get("python") or record.source.get("yaml")
     if not target:
         raise ResumeRefused(f"pipeline run {record.pipeline_run_id} was started without a "

@@ -22,12 +22,9 @@ folder of the run's artifacts.
 
 from __future__ import annotations
 
-import os
-import socket
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from trainforge.config import CheckpointSpec, PipelineSpec, flatten_paths, recorded_spec
@@ -35,9 +32,9 @@ from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
 from trainforge.pipeline._identity import spec_hash
 from trainforge.storage import RunStore
+from trainforge.tracking._liveness import is_alive, where_running
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
-STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
 CANDIDATES = 100  # newest runs of the same spec looked at by `resume: auto`
 
 
@@ -46,12 +43,6 @@ def checkpoint_location(spec: CheckpointSpec, run_id: str, run_artifact_uri: str
     if spec.location:
         return f"{spec.location.rstrip('/')}/{run_id}"
     return f"{run_artifact_uri}/checkpoints"
-
-
-def process_record() -> dict[str, Any]:
-    """The `process` entry of a run's system namespace: where it runs, so a resume can tell
-    whether it still does."""
-    return {"process": {"host": socket.gethostname(), "pid": os.getpid()}}
 
 
 def checkpoint_record(spec: CheckpointSpec, location: str) -> dict[str, Any]:
@@ -90,9 +81,8 @@ def check_resumable(run: Run, spec: PipelineSpec) -> None:
     if run.status is RunStatus.COMPLETED:
         raise ResumeRefused(f"run {run.run_id} has completed; there is nothing to resume")
     if is_alive(run):
-        process = run.system.get("process", {})
-        raise ResumeRefused(f"run {run.run_id} is still running (pid {process.get('pid')} on "
-                            f"{process.get('host')}); stop it first")
+        raise ResumeRefused(f"run {run.run_id} is still running ({where_running(run)}); stop "
+                            "it first")
 
 
 def check_same_spec(run: Run, given: PipelineSpec, *, allow_neutral: bool) -> list[SpecChange]:
@@ -111,19 +101,6 @@ def check_same_spec(run: Run, given: PipelineSpec, *, allow_neutral: bool) -> li
               "resume with the spec and overrides the run was started with, or start a new run")
     raise ResumeRefused(f"run {run.run_id} was started with another spec; a resume continues "
                         f"that run as it was:\n{listed}\n{remedy}")
-
-
-def is_alive(run: Run, now: datetime | None = None) -> bool:
-    """Whether a process may still be running `run`: its process on this host exists, or,
-    run elsewhere, its heartbeat is younger than `STALE_HEARTBEAT_S`."""
-    if run.status is not RunStatus.RUNNING:
-        return False
-    process = run.system.get("process") or {}
-    if process.get("host") == socket.gethostname() and isinstance(process.get("pid"), int):
-        return _pid_exists(process["pid"])
-    beat = run.heartbeat_at or run.started_at
-    now = now or datetime.now(timezone.utc)
-    return (now - beat).total_seconds() < STALE_HEARTBEAT_S
 
 
 def runs_for_job(run: Run, job: str) -> bool:
@@ -160,13 +137,3 @@ def has_checkpoint(spec: CheckpointSpec, location: str, run_id: str) -> bool:
         with CheckpointManager(location, spec, run_id,
                                storage_options=spec.fsspec_options()) as manager:
             return manager.latest() is not None
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -50,13 +50,12 @@ from trainforge.pipeline._resume import (
     checkpoint_location,
     checkpoint_record,
     find_resumable,
-    process_record,
     runs_for_job,
 )
 from trainforge.registry import GateResult
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, default_store, start_run
+from trainforge.tracking import RunHandle, default_store, process_record, start_run
 from trainforge.train import Callback
 from trainforge.versioning import DataRepository, open_repository
 

@@ -1,0 +1,52 @@
+"""Whether a process may still be running a run: what a resume asks before it continues one.
+
+A run records where it runs (`process_record`, in its `system` namespace); `is_alive` then
+checks that process on this host, or, for a run on another host, that its heartbeat is younger
+than `STALE_HEARTBEAT_S`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timezone
+from typing import Any
+
+from trainforge.entities import Run, RunStatus
+
+STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
+
+
+def process_record() -> dict[str, Any]:
+    """The `process` entry of a run's system namespace: where it runs, so a resume can tell
+    whether it still does."""
+    return {"process": {"host": socket.gethostname(), "pid": os.getpid()}}
+
+
+def is_alive(run: Run, now: datetime | None = None) -> bool:
+    """Whether a process may still be running `run`: its process on this host exists, or,
+    run elsewhere, its heartbeat is younger than `STALE_HEARTBEAT_S`."""
+    if run.status is not RunStatus.RUNNING:
+        return False
+    process = run.system.get("process") or {}
+    if process.get("host") == socket.gethostname() and isinstance(process.get("pid"), int):
+        return _pid_exists(process["pid"])
+    beat = run.heartbeat_at or run.started_at
+    now = now or datetime.now(timezone.utc)
+    return (now - beat).total_seconds() < STALE_HEARTBEAT_S
+
+
+def where_running(run: Run) -> str:
+    """"pid N on HOST", as the run recorded it."""
+    process = run.system.get("process", {})
+    return f"pid {process.get('pid')} on {process.get('host')}"
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
