@@ -94,6 +94,7 @@ def test_a_registered_dataclass_comes_back_equal_and_typed(values: ValueStore) -
     assert back.colour is Colour.BLUE
     assert back.tensor.dtype == torch.bfloat16 and torch.equal(back.tensor, report.tensor)
     assert back.when == report.when and back.when.tzinfo is not None
+    assert list(back.scores) == ["auc", "missing", "far"]  # in the order they were made
     assert back.scores["auc"] == 0.91 and math.isnan(back.scores["missing"])
     assert back.scores["far"] == math.inf
     assert back.pairs == [(1, "one"), (2, "two")] and isinstance(back.pairs[0], tuple)

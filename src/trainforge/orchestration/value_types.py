@@ -6,7 +6,7 @@ A type is registered with the functions that take it apart into a *state* and bu
 (`register_value_type`; a dataclass by default: its init fields). A state is a tree of
 
     None, bool, int, float, str          as they are (NaN and infinities kept)
-    lists, tuples, str-keyed dicts       each kept as what it was
+    lists, tuples, str-keyed dicts       each kept as what it was (a dict's order too)
     pandas frames                        Parquet (`ParquetCodec`: index and dtypes kept)
     numpy arrays                         the .npy format (no object arrays)
     torch tensors                        safetensors
@@ -101,7 +101,7 @@ class StructCodec:
             offsets.append([position, len(blob)])
             position += len(blob)
         header = json.dumps({"tree": tree, "blobs": offsets, "modules": sorted(writer.modules)},
-                            sort_keys=True, separators=(",", ":")).encode()
+                            separators=(",", ":")).encode()  # dicts keep their order
         return b"".join([MAGIC, struct.pack("<Q", len(header)), header, *writer.blobs])
 
     def decode(self, data: bytes) -> Any:

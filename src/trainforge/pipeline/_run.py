@@ -55,7 +55,8 @@ from trainforge.pipeline._resume import (
 from trainforge.registry import GateResult
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, default_store, process_record, start_run
+from trainforge.tracking import RunHandle, default_store, start_run
+from trainforge.tracking._liveness import process_record
 from trainforge.train import Callback
 from trainforge.versioning import DataRepository, open_repository
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     )
     from trainforge.tracking._defaults import default_store
     from trainforge.tracking._environment import GitState, capture_environment, git_state
-    from trainforge.tracking._liveness import is_alive, process_record, where_running
     from trainforge.tracking._recorder import RunRecorder
     from trainforge.tracking._run import RunHandle, active_run, start_run
 
@@ -50,9 +49,6 @@ _EXPORTS = {
     "get_metric_history": "trainforge.tracking._api",
     "get_run": "trainforge.tracking._api",
     "git_state": "trainforge.tracking._environment",
-    "is_alive": "trainforge.tracking._liveness",
-    "process_record": "trainforge.tracking._liveness",
-    "where_running": "trainforge.tracking._liveness",
     "parse_filter": "trainforge.storage.query",
     "parse_sort": "trainforge.storage.query",
     "replay_spills": "trainforge.tracking._api",
@@ -75,9 +71,6 @@ __all__ = [
     "get_metric_history",
     "get_run",
     "git_state",
-    "is_alive",
-    "process_record",
-    "where_running",
     "parse_filter",
     "parse_sort",
     "replay_spills",
