@@ -55,9 +55,13 @@ class Opaque:
     pass
 
 
+class Unregistered(str, enum.Enum):
+    A = "a"
+
+
 register_value_type(Part, module=__name__)
 register_value_type(Report, module=__name__)
-register_value_type(Colour, module=__name__, to_state=lambda c: c.value, from_state=Colour)
+register_value_type(Colour, module=__name__)
 
 
 @pytest.fixture
@@ -113,7 +117,8 @@ def test_the_same_value_is_the_same_bytes_and_stored_once(values: ValueStore) ->
     np.array([object(), 1], dtype=object),     # an array of Python objects
     {1: "a"},                                  # a dict keyed by other than strings
     lambda: None,                              # a callable
-], ids=["unregistered", "object-array", "int-keys", "callable"])
+    Unregistered.A,                            # an enum nobody registered (not a plain str)
+], ids=["unregistered", "object-array", "int-keys", "callable", "unregistered-enum"])
 def test_a_value_holding_what_cannot_be_stored_stays_in_memory(values: ValueStore,
                                                                extra: Any) -> None:
     assert values.put(_report(extra=extra)) is None
@@ -153,6 +158,6 @@ def test_a_type_is_registered_by_importing_the_module_its_header_names() -> None
 
 
 def test_registering_a_class_that_is_no_dataclass_needs_both_functions() -> None:
-    with pytest.raises(TypeError, match=r"Opaque: a value type other than a dataclass needs "
-                                        "to_state and from_state"):
+    with pytest.raises(TypeError, match=r"Opaque: a value type other than a dataclass or an "
+                                        "enum needs to_state and from_state"):
         register_value_type(Opaque, module=__name__)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from trainforge.entities import PipelineRunStatus
-from trainforge.orchestration.values import PREFIX, ValueStore
+from trainforge.orchestration.values import PREFIX, ValueRef, ValueStore
 from trainforge.storage.contracts import PipelineRunStore
 
 
@@ -45,7 +45,7 @@ def collect_values(store: PipelineRunStore, values: ValueStore, older_than: time
             expired |= digests
     deleted, freed, kept, unnamed = [], 0, 0, 0
     for key, size in values.objects.list(PREFIX).items():
-        digest = key.rsplit("/", 1)[-1].split(".", 1)[0]
+        digest = ValueRef.digest_of(key)
         if digest in live:
             kept += 1
         elif digest in expired:

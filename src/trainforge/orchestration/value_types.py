@@ -10,8 +10,8 @@ A type is registered with the functions that take it apart into a *state* and bu
     pandas frames                        Parquet (`ParquetCodec`: index and dtypes kept)
     numpy arrays                         the .npy format (no object arrays)
     torch tensors                        safetensors
-    bytes, datetimes, enums              as themselves
-    objects of registered types          their own state, nested
+    bytes, datetimes                     as themselves
+    objects of registered types          their own state, nested (an enum's: its value)
 
 The encoding is `TFV1`, an 8-byte little-endian header length, the header (JSON: the tree with
 blobs by index, each blob's offset and size, and the modules that register the types it
@@ -58,6 +58,7 @@ class ValueType:
 
 
 _TYPES: dict[str, ValueType] = {}
+_imported: set[str] = set()  # registering modules a decode imported
 
 
 def type_name(cls: type) -> str:
@@ -68,15 +69,19 @@ def register_value_type(cls: type, *, module: str, to_state: ToState | None = No
                         from_state: FromState | None = None) -> None:
     """Let values of `cls` (exactly that class) go into the value store. `module` is the
     module that makes this call (`__name__`): a process decoding the type imports it.
-    Without `to_state` / `from_state`, `cls` must be a dataclass: its init fields are the
-    state, and `cls(**state)` builds it back."""
+    Without `to_state` / `from_state`, `cls` must be a dataclass (its init fields are the
+    state, and `cls(**state)` builds it back) or an enum (its member's value)."""
     if to_state is None or from_state is None:
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{type_name(cls)}: a value type other than a dataclass needs "
-                            "to_state and from_state")
-        names = [f.name for f in dataclasses.fields(cls) if f.init]
-        to_state = to_state or (lambda value: {name: getattr(value, name) for name in names})
-        from_state = from_state or (lambda state: cls(**state))
+        if isinstance(cls, type) and issubclass(cls, enum.Enum):
+            to_state, from_state = to_state or (lambda member: member.value), from_state or cls
+        elif dataclasses.is_dataclass(cls):
+            names = [f.name for f in dataclasses.fields(cls) if f.init]
+            to_state = to_state or (lambda value: {name: getattr(value, name)
+                                                   for name in names})
+            from_state = from_state or (lambda state: cls(**state))
+        else:
+            raise TypeError(f"{type_name(cls)}: a value type other than a dataclass or an "
+                            "enum needs to_state and from_state")
     _TYPES[type_name(cls)] = ValueType(cls, to_state, from_state, module)
 
 
@@ -123,9 +128,6 @@ class StructCodec:
         return _Reader(blobs).node(header["tree"])
 
 
-_imported: set[str] = set()
-
-
 class _Writer:
     def __init__(self) -> None:
         self.blobs: list[bytes] = []
@@ -138,8 +140,12 @@ class _Writer:
     def node(self, value: Any, depth: int) -> Any:  # noqa: PLR0911 - one branch per kind
         if depth > 64:
             raise Unstorable("the value nests deeper than 64 levels")
-        if isinstance(value, enum.Enum):
-            return {"e": self.registered_name(type(value)), "v": self.node(value.value, depth + 1)}
+        kind = _TYPES.get(type_name(type(value)))
+        if kind is not None:  # first: a str enum is a str too
+            self.modules.add(kind.module)
+            return {"o": type_name(kind.cls), "v": self.node(kind.to_state(value), depth + 1)}
+        if isinstance(value, enum.Enum):  # would come back a plain str or int
+            raise Unstorable(f"{type_name(type(value))} is not a registered value type")
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, (int, float)):
@@ -156,25 +162,13 @@ class _Writer:
             return {"b": self.blob(value)}
         if isinstance(value, datetime):
             return {"dt": value.isoformat()}
-        name = type_name(type(value))
-        if name in _TYPES:
-            kind = _TYPES[name]
-            self.modules.add(kind.module)
-            return {"o": name, "v": self.node(kind.to_state(value), depth + 1)}
-        return self.array_node(value)
+        return self.array_node(value, depth)
 
-    def registered_name(self, cls: type) -> str:
-        name = type_name(cls)
-        if name not in _TYPES:
-            raise Unstorable(f"{name} is not a registered value type")
-        self.modules.add(_TYPES[name].module)
-        return name
-
-    def array_node(self, value: Any) -> Any:
+    def array_node(self, value: Any, depth: int) -> Any:
         from trainforge.orchestration.values import ParquetCodec, SafetensorsCodec
 
         if isinstance(value, np.generic):
-            return self.node(value.item(), 0)
+            return self.node(value.item(), depth)
         if isinstance(value, np.ndarray):
             if value.dtype.hasobject:
                 raise Unstorable("an array of Python objects")
@@ -198,7 +192,7 @@ class _Reader:
     def node(self, tree: Any) -> Any:  # noqa: PLR0911 - one branch per kind
         if not isinstance(tree, dict):
             return tree
-        tag = "o" if "o" in tree else "e" if "e" in tree else next(iter(tree))
+        tag = "o" if "o" in tree else next(iter(tree))
         if tag == "l":
             return [self.node(item) for item in tree["l"]]
         if tag == "t":
@@ -209,8 +203,6 @@ class _Reader:
             return bytes(self.blobs[tree["b"]])
         if tag == "dt":
             return datetime.fromisoformat(tree["dt"])
-        if tag == "e":
-            return _known(tree["e"]).cls(self.node(tree["v"]))
         if tag == "o":
             return _known(tree["o"]).from_state(self.node(tree["v"]))
         return self.array(tag, tree[tag])

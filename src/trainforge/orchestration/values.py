@@ -49,6 +49,11 @@ class ValueRef:
     def key(self) -> str:
         return f"{PREFIX}/{self.digest[:2]}/{self.digest}.{_codec(self.codec).suffix}"
 
+    @staticmethod
+    def digest_of(key: str) -> str:
+        """The digest an object key of the value store names (`key`'s inverse)."""
+        return key.rsplit("/", 1)[-1].split(".", 1)[0]
+
     def to_json(self) -> dict[str, Any]:
         return {"codec": self.codec, "digest": self.digest, "size": self.size}
 

@@ -84,10 +84,9 @@ def _trained_model(state: dict[str, Any]) -> TrainedModel:
 
 
 for _cls in (SourceFile, Violation, ValidationReport, ColumnDrift, DriftReport, Splits,
-             Dataset, ThresholdChoice, EvalReport, CrossValidation, GateResult, ModelVersion):
+             Dataset, ThresholdChoice, EvalReport, CrossValidation, GateResult, ModelVersion,
+             ModelStage):
     register_value_type(_cls, module=__name__)
-register_value_type(ModelStage, module=__name__, to_state=lambda stage: stage.value,
-                    from_state=ModelStage)
 register_value_type(IngestResult, module=__name__, to_state=_ingested,
                     from_state=_ingest_result)
 register_value_type(DatasetProfile, module=__name__, to_state=DatasetProfile.to_bytes,
