@@ -20,7 +20,6 @@
     ├── ValueStoreError             a step's value cannot be stored or read back (names it)
     ├── StepTimedOut                a step ran past its timeout (its process was killed)
     ├── PipelineFailed              a pipeline run ended `failed` (names it and its failed steps)
-    ├── ContinuedElsewhere          a step's work is done; what follows it runs in another process
     ├── CheckpointError             a checkpoint cannot be saved, verified or loaded
     ├── ExportError                 a model cannot be exported, or no export can be served
     ├── TrainingError               training cannot continue (bad model name, NaN loss, ...)
@@ -170,13 +169,6 @@ class PipelineFailed(TrainforgeError):
         self.failed = dict(failed)
         listed = "; ".join(f"{step}: {error}" for step, error in failed.items())
         super().__init__(f"pipeline run {pipeline_run_id} failed: {listed}")
-
-
-class ContinuedElsewhere(TrainforgeError):
-    """Raised by a step whose work is done here while the steps after it run in another
-    process (a node of a multi-node job whose workers did not include global rank 0): the
-    runner records the step succeeded, skips those after it with this message, and ends the
-    pipeline run succeeded."""
 
 
 class CheckpointError(TrainforgeError):

@@ -30,7 +30,7 @@ from trainforge.pipeline import (
     parse_nodes,
     plan_pipeline,
 )
-from trainforge.pipeline._distributed import job_run_id
+from trainforge.pipeline._distributed import job_pipeline_run_id, job_run_id
 from trainforge.pipeline._run import run_tracked
 from trainforge.registry import GateResult
 from trainforge.train.checkpoint import CheckpointManager
@@ -242,28 +242,66 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+COUNT_RUNS = """
+from pathlib import Path
+
+
+def count(raw, tally: str = "") -> None:
+    with open(tally, "a") as lines:
+        lines.write("ran\\n")
+"""
+
+
+def node_command(spec: Path, endpoint: str, *flags: str) -> list[str]:
+    return [TRAINFORGE, "run", str(spec), "--nnodes", "2", "--nproc-per-node", "1",
+            "--rdzv-endpoint", endpoint, "--rdzv-id", "job-1", "training.strategy=ddp", *flags]
+
+
 @pytest.mark.slow
-def test_two_nodes_make_one_run_reported_by_the_node_of_rank0(fraud_project):
+def test_two_nodes_run_the_data_steps_once_and_the_leader_reports_rank0s_model(fraud_project):
+    """The job's steps other than training run once, on the leading launcher, even though
+    global rank 0 trains on the other node: the follower is started once the leader's spec
+    step has run, from a shell started first, so its launcher has the lower pid, which
+    torch's rendezvous ranks first on one host."""
+    tally = fraud_project / "tally.txt"
+    (fraud_project / "count_runs.py").write_text(COUNT_RUNS)
+    spec = fraud_project / "pipeline.yaml"
+    spec.write_text(spec.read_text() + "\nsteps:\n  - {name: count, uses: 'count_runs:count', "
+                    f"inputs: [raw], params: {{tally: '{tally}'}}, after: [validate]}}\n")
     endpoint = f"127.0.0.1:{free_port()}"
-    command = [TRAINFORGE, "run", str(fraud_project / "pipeline.yaml"), "--nnodes", "2",
-               "--nproc-per-node", "1", "--rdzv-endpoint", endpoint, "--rdzv-id", "job-1",
-               "training.strategy=ddp", "training.epochs=2", "--json"]
+    command = node_command(spec, endpoint, "training.epochs=2", "--json")
     store = home_store()  # created and migrated before the two launchers share it
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    nodes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env) for _ in range(2)]
-    outputs = [node.communicate(timeout=300) for node in nodes]
-    for node, (_, err) in zip(nodes, outputs):
-        assert node.returncode == 0, err[-3000:]
+    follower = subprocess.Popen(
+        ["sh", "-c", f'until [ -s "{tally}" ]; do sleep 0.05; done; exec "$@"', "sh", *command],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    leader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env)
+    assert follower.pid < leader.pid
+    (led, led_err), (followed, followed_err) = [node.communicate(timeout=300)
+                                                for node in (leader, follower)]
+    assert leader.returncode == 0, led_err[-3000:]
+    assert follower.returncode == 0 and followed == "", followed_err[-3000:]
 
-    [summary] = [json.loads(out) for out, _ in outputs if out.strip()]  # rank 0's node reports
+    summary = json.loads(led)
     [run] = store.list_runs().items
-    assert run.run_id == summary["run_id"] == job_run_id(
-        "fraud", Launch(1, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="job-1"))
+    launch = Launch(1, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="job-1")
+    assert run.run_id == summary["run_id"] == job_run_id("fraud", launch)
     assert run.status is RunStatus.COMPLETED and summary["model_version"] == "fraud_detector/1"
     assert (run.tags["trainer"]["world_size"], run.tags["distributed"]["nnodes"]) == (2, 2)
     assert run.metrics["test_roc_auc"] > 0.7
     assert store.get_metric_history(run.run_id, "train_loss").items
+    assert tally.read_text() == "ran\n"  # the spec's step, once for the job
+    pipeline_run = run.system["pipeline_run"]
+    assert pipeline_run == job_pipeline_run_id(launch, run.run_id)
+    assert run.system["launch"]["pipeline_run"] == pipeline_run
+    attempts = store.list_step_runs(pipeline_run)
+    assert sorted(a.step for a in attempts) == sorted(
+        ["ingest", "validate", "count", "profile", "split", "features", "train", "evaluate",
+         "gate", "register"])
+    assert {a.state for a in attempts} == {StepState.SUCCEEDED}
+    stored = [attempt for attempt in attempts if attempt.outputs]
+    assert len(store.list_step_outputs()) == len(stored)  # no other pipeline run stored any
 
 
 EXIT_PREEMPTED = 75
@@ -311,7 +349,7 @@ def test_two_launchers_resume_a_preempted_multi_node_run_from_its_checkpoint(fra
     outputs = [node.communicate(timeout=300) for node in nodes]
     for node, (_, err) in zip(nodes, outputs):
         assert node.returncode == 0, err[-3000:]
-    [summary] = [json.loads(out) for out, _ in outputs if out.strip()]  # rank 0's node reports
+    [summary] = [json.loads(out) for out, _ in outputs if out.strip()]  # the leader reports
     run = store.get_run(run_id)
     assert summary["run_id"] == run_id and run.status is RunStatus.COMPLETED
     assert [r.run_id for r in store.list_runs().items] == [run_id]

@@ -166,7 +166,7 @@ def run(
         _render.fail(f"{exc}\ncontinue it with: {shlex.join(again)}", EXIT_PREEMPTED)
     except RunFailed as exc:
         _render.fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
-    if result is None:  # global rank 0 ran on another node: that node's launcher reports the run
+    if result is None:  # a follower of a multi-node job: the job's leader reports the run
         return
     report_pipeline(result, as_json)
 

@@ -14,7 +14,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,8 @@ import pyarrow as pa
 from trainforge.errors import DataError
 from trainforge.ingest._csv import jsonl_lines, record_lines
 from trainforge.ingest._formats import file_batches, open_text
+from trainforge.ingest._hashing import file_sha256
+from trainforge.ingest._result import SourceFile
 from trainforge.ingest._sources import Format, SourceFileInfo, SourceListing, list_source_files
 
 DEFAULT_BATCH_ROWS = 65_536
@@ -64,15 +66,50 @@ class LineMaps:
 
     def __call__(self, index: int) -> np.ndarray | None:
         if index not in self._lines:
-            file = self._listing.files[index]
-            opener = lambda: open_text(self._listing.fs, file)  # noqa: E731
-            if file.format == "csv":
-                self._lines[index] = record_lines(opener, self._rows(index))
-            elif file.format == "jsonl":
-                self._lines[index] = jsonl_lines(opener, self._rows(index))
-            else:
-                self._lines[index] = None
+            self._lines[index] = _scan_lines(self._listing.fs, self._listing.files[index],
+                                             self._rows(index))
         return self._lines[index]
+
+
+class StoredLineMaps:
+    """The line maps of files read earlier (a stored `IngestResult`'s), opened again from their
+    paths and scanned once on first use: a file whose bytes no longer hash to those read, or
+    that cannot be opened here (say, remote without its storage options), gets none."""
+
+    def __init__(self, files: Sequence[SourceFile]) -> None:
+        self._files = files
+        self._lines: dict[int, np.ndarray | None] = {}
+
+    def __call__(self, index: int) -> np.ndarray | None:
+        if index not in self._lines:
+            self._lines[index] = self._scan(self._files[index])
+        return self._lines[index]
+
+    @staticmethod
+    def _scan(file: SourceFile) -> np.ndarray | None:
+        import fsspec
+
+        if file.format == "parquet":
+            return None
+        try:
+            fs, path = fsspec.core.url_to_fs(file.path)
+            if file_sha256(fs, path) != (file.size, file.sha256):
+                return None
+            info = SourceFileInfo(path, file.name, file.size, file.format, file.compression)
+            return _scan_lines(fs, info, file.rows)
+        except (OSError, ValueError, ImportError):
+            return None
+
+
+def _scan_lines(fs: Any, file: SourceFileInfo, rows: int | None) -> np.ndarray | None:
+    """The line each row of the text file starts on (None for Parquet, and when a scan does
+    not find `rows` rows)."""
+    opener = lambda: open_text(fs, file)  # noqa: E731
+    if file.format == "csv":
+        return record_lines(opener, rows)
+    if file.format == "jsonl":
+        return jsonl_lines(opener, rows)
+    return None
 
 
 def iter_batches(

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from trainforge.config import Settings
 from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
-from trainforge.errors import ContinuedElsewhere, PipelineFailed, SpecError, TrainforgeError
+from trainforge.errors import PipelineFailed, SpecError, TrainforgeError
 from trainforge.orchestration._execution import (
     AttemptFailed,
     IsolatedCall,
@@ -118,16 +118,13 @@ class Runner(Protocol):
 
 @dataclass(frozen=True)
 class PipelineOutcome:
-    """A finished pipeline run: its record, each step's last attempt, and its values.
-    `elsewhere` is the message of a step that handed the rest to another process
-    (`ContinuedElsewhere`), None when every step ran here."""
+    """A finished pipeline run: its record, each step's last attempt, and its values."""
 
     pipeline_run: PipelineRun
     steps: dict[str, StepRun]
     refs: dict[str, ValueRef]
     memory: dict[str, Any]
     values: ValueStore
-    elsewhere: str | None = None
 
     def value(self, name: str) -> Any:
         """A value of the run: from memory, else decoded from the value store."""
@@ -201,8 +198,7 @@ class InProcessRunner:
         if execution.failed:
             raise PipelineFailed(record.pipeline_run_id, execution.failed) from execution.cause
         return PipelineOutcome(record, execution.last, dict(execution.refs),
-                               dict(execution.memory), self.values,
-                               next(iter(execution.elsewhere.values()), None))
+                               dict(execution.memory), self.values)
 
 
 class _StepFailed(Exception):
@@ -223,7 +219,6 @@ class _Execution:
         self.refs: dict[str, ValueRef] = {}
         self.last: dict[str, StepRun] = {}
         self.failed: dict[str, str] = {}
-        self.elsewhere: dict[str, str] = {}  # step → what `ContinuedElsewhere` said
         self.cause: BaseException | None = None
         self.fingerprints = Fingerprinter()
         self.lock = threading.Lock()
@@ -283,8 +278,6 @@ class _Execution:
                         blocked[step.name] = f"not run: {step.name} did not succeed"
                         self.failed[step.name] = str(exc)
                         self.cause = self.cause or exc.__cause__
-                    if step.name in self.elsewhere:
-                        blocked[step.name] = f"not run here: {self.elsewhere[step.name]}"
 
     def _add(self, step: str, state: StepState) -> StepRun:
         with self.lock:
@@ -333,10 +326,6 @@ class _Execution:
             clock = time.perf_counter()
             try:
                 outputs, refs = self._attempt(step, row.attempt, inputs, timeout)
-            except ContinuedElsewhere as exc:
-                with self.lock:
-                    self.elsewhere[step.name] = str(exc)
-                outputs, refs = {}, {}
             except BaseException as exc:  # noqa: BLE001 - recorded, then retried or raised
                 kind, message = error_kind(exc), describe(exc)
                 retry = number < policy.attempts and kind in policy.retry_on

@@ -2,32 +2,38 @@
 
     launcher (trainforge run SPEC --nproc-per-node N), one per node
       ├── creates the run, or joins it (one run id for the whole job), and records the launch
-      ├── runs the pipeline's steps once, as one pipeline run: ingest, validate, profile,
-      │   split, features here; then the train step
-      │     puts the dataset in the value store and starts N workers per node with torchrun's
-      │     elastic launcher; each reads it back and trains (`run_worker`):
-      │       worker rank 0: reports to the launcher's run (metrics, checkpoints, weights), puts
-      │                      the trained weights in the value store and names them in the
-      │                      result file
+      ├── creates the job's pipeline run, or finds it created by another node's launcher
+      │     (one pipeline run per job): the launcher that created it leads, the others follow
+      ├── leader: runs the pipeline's steps once: ingest, validate, profile, split, features;
+      │   then the train step
+      │     starts N workers per node with torchrun's elastic launcher, handing them the
+      │     dataset the features step stored in the value store; each reads it back and
+      │     trains (`run_worker`):
+      │       worker rank 0: reports to the run (metrics, checkpoints, weights), puts the
+      │                      trained model in the value store and names it in the run's
+      │                      `system.launch` record, under the pipeline run's id
       │       worker rank > 0: reports nowhere (`NullRun`)
-      │     and the trained model is rebuilt from them
-      ├── evaluate, gate, register here, once
-      └── ends the run completed, or failed with the first failing worker's error
+      │     and the trained model is read back from that record, waiting for it when global
+      │     rank 0 ran on another node
+      │   evaluate, gate, register here, once; the run ends completed, or failed with the
+      │   first failing worker's error
+      └── follower (`--nnodes` > 1): waits until the leader's features step has stored the
+          dataset, starts its node's workers on it, and returns; when its workers fail it ends
+          the run failed with their error
 
-Workers find the run through `TRAINFORGE_RUN_ID`, the dataset through `TRAINFORGE_DATASET`
-(the value references, or absent for a `data.streaming` spec, whose workers each read their
-own shards through the data steps, recording nothing), and the store, artifacts and values
-through the settings of the environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`,
-`TRAINFORGE_ARTIFACTS`); rank 0 hands its results back in the JSON file named by
-`TRAINFORGE_RESULT_FILE`. With `--nnodes` > 1 every node runs a launcher with the same
-`--rdzv-endpoint` and `--rdzv-id`, from which each derives the job's run id (`job_run_id`):
-the first launcher creates the run, the others join it; each prepares the dataset for its own
-workers. Given `--resume RUN_ID` (or `training.checkpoint.resume: auto`), every launcher names
-the same run to continue: the first reopens it for the job (`job_key`), the others join it,
-and the workers continue from its newest checkpoint. The launcher whose node ran global rank 0
-(it finds the result file) evaluates, registers and ends the run; on the others the train
-step hands the rest to it (`ContinuedElsewhere`) and they only close their handle, or end the
-run failed when a worker of their node failed.
+Workers find the run through `TRAINFORGE_RUN_ID`, the pipeline run they train for through
+`TRAINFORGE_PIPELINE_RUN`, the dataset through `TRAINFORGE_DATASET` (the value references, or
+empty for a `data.streaming` spec, whose workers each read their own shards through the data
+steps, recording nothing), and the store, artifacts and values through the settings of the
+environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`, `TRAINFORGE_ARTIFACTS`). With
+`--nnodes` > 1 every node runs a launcher with the same `--rdzv-endpoint` and `--rdzv-id`, from
+which each derives the job's run id (`job_run_id`) and its pipeline run id
+(`job_pipeline_run_id`): the first launcher creates the run, the others join it; the first to
+create the pipeline run leads it. Given `--resume RUN_ID` (or `training.checkpoint.resume:
+auto`), every launcher names the same run to continue: the first reopens it for the job
+(`job_key`), the others join it, and the workers continue from its newest checkpoint. When the
+leader's node is lost, the run stays unfinished: its checkpoints hold the training, and
+`--resume` finishes it.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import logging
 import os
 import signal
 import sys
-import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,9 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.config import Settings
-from trainforge.entities import DataVersion, Run
-from trainforge.errors import ContinuedElsewhere, Preempted, SpecError, TrainingError
-from trainforge.orchestration import Dag, run_dag
+from trainforge.entities import DataVersion, Run, RunStatus
+from trainforge.errors import Conflict, Preempted, SpecError, TrainingError
+from trainforge.orchestration import Dag, RunOptions, run_dag
 from trainforge.orchestration.session import value_store
 from trainforge.orchestration.values import ValueRef, ValueStore
 from trainforge.pipeline._dag import Recorded
@@ -68,8 +74,11 @@ from trainforge.tracking import RunHandle, RunRecorder
 from trainforge.train import process_group
 
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
-RESULT_FILE_ENV = "TRAINFORGE_RESULT_FILE"
+PIPELINE_RUN_ENV = "TRAINFORGE_PIPELINE_RUN"
 DATASET_ENV = "TRAINFORGE_DATASET"  # the dataset's value references; empty: the workers read
+LAUNCH_RECORD = "launch"  # run.system: {"pipeline_run": id, "trained": rank 0's model's ref}
+RANK0_WAIT_S = 600.0  # how long a leader waits for rank 0 on another node to name its model
+POLL_S = 0.2
 WORKER_MODULE = "trainforge.pipeline._worker"
 JOB_NAMESPACE = uuid.UUID("dce1f42d-06d4-452f-9a4b-2221ec2166a1")  # of `job_run_id`
 log = logging.getLogger("trainforge")
@@ -121,8 +130,9 @@ def launch_pipeline(
     Errors as `run_pipeline`: `SpecError` before any run exists (also for a launch the spec
     cannot use), `RunFailed` when a worker fails, naming the run and the worker's error.
     Workers restarted by torchrun (`max_restarts`), like a `resume`d run, continue from the
-    run's newest checkpoint. With `launch.nnodes` > 1 each node calls this: on the node that
-    ran global rank 0 it returns the result, on the others None (that node reports the run).
+    run's newest checkpoint. With `launch.nnodes` > 1 each node calls this: the launcher that
+    leads the job (the first to create its pipeline run) returns the result, the others None
+    (the leader reports the run).
     """
     overrides = list(overrides or [])
     plan = plan_pipeline(path, overrides)
@@ -181,59 +191,142 @@ def _check_launch(spec: Any, launch: Launch, source: str, resume: str | None) ->
         raise SpecError([f"{source}: {problem}" for problem in problems])
 
 
-def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan,
-                      services: PipelineServices, handle: RunHandle,
-                      dag: Dag) -> dict[str, Any] | None:
-    """The `execute` of a launched run: the DAG in this process, its train step on torchrun
-    workers. None on a node of a multi-node job where rank 0 did not run."""
-    handle.set_tags({"distributed": {"nproc_per_node": launch.nproc_per_node,
-                                     "nnodes": launch.nnodes,
-                                     "min_nodes": launch.min_nodes or launch.nnodes,
-                                     "max_restarts": launch.max_restarts}})
-    on_workers = partial(_train_on_workers, launch, worker_args,
-                         value_store(services.settings), services.store)
-    in_process = next(step for step in dag.steps if step.name == "train")
-    dag = dag.replacing(replace(in_process, fn=Recorded(on_workers)))
-    return execute_in_process(plan, services, None, handle, dag)
+def job_pipeline_run_id(launch: Launch, run_id: str) -> str:
+    """The id of a multi-node job's one pipeline run: the same on every node. Of the job's
+    launchers, the one whose `create_pipeline_run` succeeds leads it."""
+    return uuid.uuid5(JOB_NAMESPACE, f"pipeline-run/{run_id}/{job_key(launch)}").hex
 
 
-def _train_on_workers(launch: Launch, worker_args: list[str], values: ValueStore,
-                      store: Store, dataset: Dataset, run: RunRecorder) -> dict[str, Any]:
-    """The train step of a launched run: the dataset into the value store, the workers
-    started, the model rank 0 trained rebuilt from the weights it stored.
-    `ContinuedElsewhere` on a node whose workers did not include global rank 0."""
-    from torch.distributed.elastic.multiprocessing import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import parse_args
-    from torch.distributed.run import run as torchrun
+@dataclass(frozen=True)
+class _Job:
+    """What a launcher starts its node's workers with: the launch, the workers' arguments,
+    where things are recorded, and the run and pipeline run the workers train for."""
 
-    with tempfile.TemporaryDirectory(prefix="trainforge-launch-") as tmp:
-        result_file = Path(tmp) / "result.json"
-        threads = str(max(1, (os.cpu_count() or 1) // launch.nproc_per_node))
-        env = {RUN_ID_ENV: run.run_id, RESULT_FILE_ENV: str(result_file),
+    launch: Launch
+    worker_args: list[str]
+    services: PipelineServices
+    run_id: str
+    pipeline_run: str
+
+    def start_workers(self, dataset: str) -> None:
+        """This node's workers, on `dataset` (its value references as JSON, "" for workers
+        that read their own shards), until they finish. `TrainingError` naming the first
+        failing worker; for a signal to the launcher, what `_stopped_by` makes of it."""
+        from torch.distributed.elastic.multiprocessing import SignalException
+        from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+        from torch.distributed.run import parse_args
+        from torch.distributed.run import run as torchrun
+
+        threads = str(max(1, (os.cpu_count() or 1) // self.launch.nproc_per_node))
+        env = {RUN_ID_ENV: self.run_id, PIPELINE_RUN_ENV: self.pipeline_run,
+               DATASET_ENV: dataset,
                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads),
                # Restarted workers in the agent's store would read the dead workers' addresses
                # (pytorch/pytorch#135712); global rank 0 hosts a fresh store for each attempt.
                "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
-        stored = values.put(dataset, "the dataset")
-        env[DATASET_ENV] = json.dumps(stored.to_json()) if stored is not None else ""
         try:
             with _environment(env):
-                torchrun(parse_args(launch.torchrun_args(worker_args)))
+                torchrun(parse_args(self.launch.torchrun_args(self.worker_args)))
         except ChildFailedError as exc:
             rank, failure = exc.get_first_failure()
             raise TrainingError(f"worker rank {rank} failed (exit code {failure.exitcode}): "
                                 f"{failure.message}") from None
         except SignalException as exc:
-            raise _stopped_by(exc.sigval, store, run.run_id) from None
-        if result_file.is_file():
-            trained = ValueRef.from_json(json.loads(result_file.read_text()))
-            return {"trained": values.get(trained, "the model rank 0 trained")}
-    if launch.nnodes > 1:
-        raise ContinuedElsewhere(
-            "the workers of this node finished; the launcher on the node of global rank 0 "
-            "evaluates, registers and reports the run")
-    raise TrainingError("the workers finished but rank 0 reported no result")
+            raise _stopped_by(exc.sigval, self.services.store, self.run_id) from None
+
+
+def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan,
+                      services: PipelineServices, handle: RunHandle,
+                      dag: Dag) -> dict[str, Any] | None:
+    """The `execute` of a launched run: as the leader, the DAG in this process with its train
+    step on torchrun workers; as a follower, only this node's workers (None)."""
+    handle.set_tags({"distributed": {"nproc_per_node": launch.nproc_per_node,
+                                     "nnodes": launch.nnodes,
+                                     "min_nodes": launch.min_nodes or launch.nnodes,
+                                     "max_restarts": launch.max_restarts}})
+    pipeline_run = (job_pipeline_run_id(launch, handle.run_id) if launch.nnodes > 1
+                    else uuid.uuid4().hex)
+    job = _Job(launch, worker_args, services, handle.run_id, pipeline_run)
+    try:
+        services.store.create_pipeline_run(pipeline_run, dag.name, plan.system_record(),
+                                           RunOptions().to_json(), handle.run_id)
+    except Conflict:
+        _follow(job, _dataset_step(dag), handle)
+        return None
+    in_process = next(step for step in dag.steps if step.name == "train")
+    on_workers = partial(_train_on_workers, job, _dataset_step(dag))
+    dag = dag.replacing(replace(in_process, fn=Recorded(on_workers)))
+    return execute_in_process(plan, services, None, handle, dag, pipeline_run=pipeline_run)
+
+
+def _dataset_step(dag: Dag) -> str:
+    """The step whose output `dataset` the train step takes."""
+    return next(step.name for step in dag.steps if "dataset" in step.outputs)
+
+
+def _train_on_workers(job: _Job, dataset_step: str, dataset: Dataset,
+                      run: RunRecorder) -> dict[str, Any]:
+    """The leader's train step: the workers started on the dataset its features step stored,
+    the model global rank 0 trained read back from the value store."""
+    stored = _stored_dataset(job.services.store, job.pipeline_run, dataset_step)
+    assert stored is not None  # the runner starts the train step once its input is there
+    job.start_workers(stored)
+    trained = _trained_by_rank0(job.services.store, job.run_id, job.pipeline_run,
+                                RANK0_WAIT_S if job.launch.nnodes > 1 else 0.0)
+    return {"trained": value_store(job.services.settings).get(trained,
+                                                               "the model rank 0 trained")}
+
+
+def _follow(job: _Job, dataset_step: str, handle: RunHandle) -> None:
+    """A follower's part of the job: once the leader's `dataset_step` has stored the dataset,
+    this node's workers train on it. When the leader's pipeline run stops before that, this
+    launcher leaves the run as the leader ended it (`TrainingError`, the handle closed)."""
+    store = job.services.store
+    log.info("run %s: following the job's pipeline run %s; waiting for its dataset", job.run_id,
+             job.pipeline_run)
+    while (dataset := _stored_dataset(store, job.pipeline_run, dataset_step)) is None:
+        run = store.get_run(job.run_id)
+        if run.status is not RunStatus.RUNNING:
+            handle.close()
+            raise TrainingError(
+                f"the job's leading launcher ended the run {run.status.value} before its "
+                f"dataset was ready (pipeline run {job.pipeline_run}): {run.error}")
+        time.sleep(POLL_S)
+    job.start_workers(dataset)
+
+
+def _stored_dataset(store: Store, pipeline_run: str, dataset_step: str) -> str | None:
+    """The dataset `dataset_step` of `pipeline_run` stored, as the workers' `DATASET_ENV`:
+    its value references as JSON, "" when it is held in memory (a streamed dataset), None
+    while the step has not succeeded."""
+    attempts = [attempt for attempt in store.list_step_runs(pipeline_run)
+                if attempt.step == dataset_step]
+    if not attempts or not attempts[-1].state.has_outputs:
+        return None
+    output = attempts[-1].outputs["dataset"]
+    return "" if "memory" in output else json.dumps(output)
+
+
+def _trained_by_rank0(store: Store, run_id: str, pipeline_run: str,
+                      wait_s: float) -> ValueRef:
+    """The trained model global rank 0 named in the run's `system.launch` for
+    `pipeline_run`, waiting up to `wait_s` for rank 0 on another node to finish.
+    `TrainingError` when the run ended meanwhile (a worker on another node failed) or none
+    came."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        run = store.get_run(run_id)
+        launch = run.system.get(LAUNCH_RECORD) or {}
+        if launch.get("pipeline_run") == pipeline_run:
+            return ValueRef.from_json(launch["trained"])
+        if run.status is not RunStatus.RUNNING:
+            raise TrainingError(f"the run ended {run.status.value} on another node: "
+                                f"{run.error}")
+        if time.monotonic() >= deadline:
+            raise TrainingError(
+                f"the workers finished but global rank 0 named no trained model in "
+                f"{wait_s:.0f} s; its checkpoints are kept: continue the run with --resume")
+        time.sleep(POLL_S)
 
 
 def _stopped_by(signum: signal.Signals, store: Store, run_id: str) -> BaseException:
@@ -288,7 +381,8 @@ def run_worker(path: str, overrides: list[str]) -> None:
             handle.close()
     stored = values.put(trained, "the trained model")
     assert stored is not None  # a trained model is a registered value type
-    Path(os.environ[RESULT_FILE_ENV]).write_text(json.dumps(stored.to_json()))
+    services.store.set_system(run_id, {LAUNCH_RECORD: {
+        "pipeline_run": os.environ[PIPELINE_RUN_ENV], "trained": stored.to_json()}})
 
 
 def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,

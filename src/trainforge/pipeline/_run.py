@@ -197,13 +197,11 @@ def run_tracked(
 
 def execute_in_process(plan: PipelinePlan, services: PipelineServices,
                        listener: StepListener | None, handle: RunHandle, dag: Dag, *,
-                       pipeline_run: str | None = None) -> dict[str, Any] | None:
+                       pipeline_run: str | None = None) -> dict[str, Any]:
     """The DAG as one pipeline run recording to `handle` (its id in the run's system
-    namespace, `pipeline_run`; given, that pipeline run continued): its values, or None when
-    a step handed the rest to another process (`ContinuedElsewhere`). A failed step's own
-    error is raised when it is
-    trainforge's (a preemption, a data error: what `_errors_of_run` translates), else
-    `PipelineFailed` naming the step and its error."""
+    namespace, `pipeline_run`; given, that pipeline run continued): its values. A failed
+    step's own error is raised when it is trainforge's (a preemption, a data error: what
+    `_errors_of_run` translates), else `PipelineFailed` naming the step and its error."""
     runner = InProcessRunner(services.store, value_store(services.settings), recorder=handle,
                              settings=services.settings, listener=listener)
     pipeline_run_id = pipeline_run or uuid.uuid4().hex
@@ -215,8 +213,6 @@ def execute_in_process(plan: PipelinePlan, services: PipelineServices,
     except PipelineFailed as exc:
         failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
     else:
-        if outcome.elsewhere is not None:
-            return None
         return {name: outcome.value(name) for name in ("evaluation", "gate", "model_version")}
     raise failure
 

@@ -2,12 +2,13 @@
 standard step's outputs are stored with its step run and a resumed pipeline run reuses those
 of the steps that succeeded.
 
-Stored as their fields: the data read (without its line map: a restored one names rows by
-file and row, not line), the validation and drift reports, the splits, the encoded dataset,
-the evaluation and cross-validation reports, the gate's result and the model version. A data
-profile is stored as its own bytes; a trained model as its weights, its training record and
-the description it is rebuilt from (the spec's model section and its sizes). A streaming
-source's data and dataset are read while training and are not stored: they stay in memory.
+Stored as their fields: the data read (without its line map: a restored one scans its text
+files again when a row is located, if their bytes are still those read), the validation and
+drift reports, the splits, the encoded dataset, the evaluation and cross-validation reports,
+the gate's result and the model version. A data profile is stored as its own bytes; a
+trained model as its weights, its training record and the description it is rebuilt from
+(the spec's model section and its sizes). A streaming source's data and dataset are read
+while training and are not stored: they stay in memory.
 
 Importing this module registers them (`build_training_dag` does; a process decoding one does
 through the value's header).
@@ -26,6 +27,7 @@ from trainforge.evaluate import EvalReport
 from trainforge.evaluate._threshold import ThresholdChoice
 from trainforge.ingest import IngestResult
 from trainforge.ingest._result import SourceFile
+from trainforge.ingest._stream import StoredLineMaps
 from trainforge.models import build_model
 from trainforge.orchestration.value_types import register_value_type
 from trainforge.pipeline._cross_validation import CrossValidation
@@ -47,7 +49,7 @@ def _ingested(value: IngestResult) -> dict[str, Any]:
 
 def _ingest_result(state: dict[str, Any]) -> IngestResult:
     return IngestResult(frame=state["frame"], files=state["files"], source=state["source"],
-                        positions=state["positions"])
+                        lines=StoredLineMaps(state["files"]), positions=state["positions"])
 
 
 def _profile(state: bytes) -> DatasetProfile:

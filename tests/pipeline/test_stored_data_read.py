@@ -1,0 +1,65 @@
+"""The data read, stored as a step's output and read back (as a resumed pipeline run does),
+still names a row by the line an editor shows while its file holds the bytes read."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import trainforge.pipeline._values  # noqa: F401 - registers the chain's value types
+from trainforge.ingest import IngestResult, read_table
+from trainforge.orchestration import ValueStore
+from trainforge.storage.objects import open_object_store
+
+
+@pytest.fixture
+def values(tmp_path: Path) -> ValueStore:
+    return ValueStore(open_object_store(tmp_path / "objects"))
+
+
+def restored(values: ValueStore, read: IngestResult) -> IngestResult:
+    ref = values.put(read, "the data read")
+    assert ref is not None
+    back: IngestResult = values.get(ref, "the data read")
+    pd.testing.assert_frame_equal(back.frame, read.frame)
+    return back
+
+
+def test_a_restored_read_names_the_lines_of_its_text_files(tmp_path, values):
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = ["amount,note"] + [f"{i},plain" for i in range(20)]
+    lines[5:5] = ["", '7,"two', 'lines"']  # a blank line, then a value over two lines
+    (data / "a.csv").write_text("\n".join(lines) + "\n")
+    with gzip.open(data / "b.csv.gz", "wt") as packed:
+        packed.write("amount,note\n\n1,x\n2,y\n")
+    read = read_table(str(data))
+    back = restored(values, read)
+
+    assert back.locate(4) == read.locate(4) == "a.csv line 7 (row 5)"
+    assert back.frame["note"][4] == "two\nlines"
+    assert back.locate(6) == read.locate(6) == "a.csv line 10 (row 7)"
+    assert back.locate(21) == read.locate(21) == "b.csv.gz line 3 (row 1)"
+    kept = back.without_rows(np.arange(len(back.frame)) < 6)  # a quarantine after the resume
+    assert kept.locate(0) == "a.csv line 10 (row 7)"
+
+
+def test_a_file_changed_since_it_was_read_is_named_by_row_only(tmp_path, values):
+    path = tmp_path / "rows.csv"
+    path.write_text("a\n1\n2\n")
+    read = read_table(str(path))
+    back = restored(values, read)
+    path.write_text("a\n\n5\n6\n")  # the same rows count, other bytes: lines would lie
+    assert back.locate(1) == "rows.csv row 2"
+    path.unlink()
+    assert restored(values, read).locate(0) == "rows.csv row 1"  # gone: no lines either
+
+
+def test_parquet_rows_are_named_by_row(tmp_path, values):
+    pd.DataFrame({"a": [1, 2, 3]}).to_parquet(tmp_path / "rows.parquet")
+    back = restored(values, read_table(str(tmp_path / "rows.parquet")))
+    assert back.locate(2) == "rows.parquet row 3"
