@@ -266,8 +266,9 @@ def _dataset_step(dag: Dag) -> str:
 
 def _train_on_workers(job: _Job, dataset_step: str, dataset: Dataset,
                       run: RunRecorder) -> dict[str, Any]:
-    """The leader's train step: the workers started on the dataset its features step stored,
-    the model global rank 0 trained read back from the value store."""
+    """The leader's train step: the workers started on the dataset its features step stored
+    (`dataset`, the step's input, is that value in this process: the workers read the stored
+    copy), the model global rank 0 trained read back from the value store."""
     stored = _stored_dataset(job.services.store, job.pipeline_run, dataset_step)
     assert stored is not None  # the runner starts the train step once its input is there
     job.start_workers(stored)
