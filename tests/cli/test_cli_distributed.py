@@ -87,8 +87,8 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
 
 @pytest.mark.slow
 def test_a_streamed_run_trains_on_workers_that_read_their_own_shards(fraud_project):
-    """A streaming dataset is no value to store: each worker reads its shards through the data
-    steps, recording nothing; the launcher's pipeline run records each step once."""
+    """A streaming dataset is stored as its plan: each worker reads it back and then only its
+    own shards; the launcher's pipeline run records each step once."""
     result = cli("run", str(fraud_project / "pipeline.yaml"), "--nproc-per-node", "2",
                  "training.strategy=ddp", "training.epochs=1", "data.streaming=true",
                  "data.shuffle_rows=4096", "evaluation.gates=[]", "--json")

@@ -165,12 +165,18 @@ class CrashAt(Callback):
             raise RuntimeError("crash")
 
 
+STREAMED = ["data.streaming=true", "data.shuffle_rows=4096", "evaluation.gates=[]"]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("data", [[], STREAMED], ids=["in-memory", "streamed"])
 def test_resume_of_a_failed_training_pipeline_run_trains_on_from_its_newest_checkpoint(
-    fraud_project
+    fraud_project, data
 ):
+    """A streamed run's data steps are stored as their plan (files, row groups, each row's
+    part, fitted features), so its resume reuses them as an in-memory run's."""
     settings = ["training.epochs=2", "training.checkpoint.every_n_steps=10",
-                "training.deterministic=true"]
+                "training.deterministic=true", *data]
     spec = str(fraud_project / "pipeline.yaml")
     with pytest.raises(RunFailed, match="train: RuntimeError: crash") as failed:
         run_pipeline(spec, settings, callbacks=[CrashAt(25)])

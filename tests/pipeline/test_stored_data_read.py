@@ -1,19 +1,25 @@
 """The data read, stored as a step's output and read back (as a resumed pipeline run does),
-still names a row by the line an editor shows while its file holds the bytes read."""
+still names a row by the line an editor shows while its file holds the bytes read; a streamed
+source's row-group plan comes back reading the same rows, unless storage options opened it."""
 
 from __future__ import annotations
 
 import gzip
+from dataclasses import replace
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import trainforge.pipeline._values  # noqa: F401 - registers the chain's value types
-from trainforge.ingest import IngestResult, read_table
+from trainforge.ingest import IngestResult, list_source_files, read_table
 from trainforge.orchestration import ValueStore
 from trainforge.storage.objects import open_object_store
+from trainforge.streaming._row_groups import RowGroupPlan
 
 
 @pytest.fixture
@@ -63,3 +69,23 @@ def test_parquet_rows_are_named_by_row(tmp_path, values):
     pd.DataFrame({"a": [1, 2, 3]}).to_parquet(tmp_path / "rows.parquet")
     back = restored(values, read_table(str(tmp_path / "rows.parquet")))
     assert back.locate(2) == "rows.parquet row 3"
+
+
+def test_a_streamed_plan_comes_back_reading_the_same_row_groups(tmp_path, values):
+    pq.write_table(pa.table({"a": list(range(10)), "b": [str(i) for i in range(10)]}),
+                   tmp_path / "rows.parquet", row_group_size=4)
+    plan = RowGroupPlan.from_listing(list_source_files(str(tmp_path / "*.parquet")))
+    ref = values.put(plan, "a row-group plan")
+    assert ref is not None
+    back: RowGroupPlan = values.get(ref, "a row-group plan")
+    assert [g.rows for g in back.groups] == [4, 4, 2] and back.schema == plan.schema
+    assert back.read(1, ["a"]).equals(plan.read(1, ["a"]))
+    assert back.groups[2].locate(1) == "rows.parquet row 10"
+
+
+def test_a_source_listed_with_storage_options_stays_in_memory(tmp_path, values):
+    """The options may hold credentials: no value names them, so none is stored."""
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "rows.parquet")
+    plan = RowGroupPlan.from_listing(list_source_files(str(tmp_path / "rows.parquet")))
+    with_options = replace(plan.listing, fs=fsspec.filesystem("file", auto_mkdir=True))
+    assert values.put(RowGroupPlan(with_options, plan.groups, plan.schema), "a plan") is None

@@ -23,8 +23,9 @@
 
 Workers find the run through `TRAINFORGE_RUN_ID`, the pipeline run they train for through
 `TRAINFORGE_PIPELINE_RUN`, the dataset through `TRAINFORGE_DATASET` (the value references, or
-empty for a `data.streaming` spec, whose workers each read their own shards through the data
-steps, recording nothing), and the store, artifacts and values through the settings of the
+empty for a `data.streaming` spec whose source needs storage options, so that its dataset stays
+in memory: its workers each read their own shards through the data steps, recording nothing),
+and the store, artifacts and values through the settings of the
 environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`, `TRAINFORGE_ARTIFACTS`). With
 `--nnodes` > 1 every node runs a launcher with the same `--rdzv-endpoint` and `--rdzv-id`, from
 which each derives the job's run id (`job_run_id`) and its pipeline run id
@@ -298,8 +299,8 @@ def _follow(job: _Job, dataset_step: str, handle: RunHandle) -> None:
 
 def _stored_dataset(store: Store, pipeline_run: str, dataset_step: str) -> str | None:
     """The dataset `dataset_step` of `pipeline_run` stored, as the workers' `DATASET_ENV`:
-    its value references as JSON, "" when it is held in memory (a streamed dataset), None
-    while the step has not succeeded."""
+    its value references as JSON, "" when it is held in memory (a streamed source read with
+    storage options), None while the step has not succeeded."""
     attempts = [attempt for attempt in store.list_step_runs(pipeline_run)
                 if attempt.step == dataset_step]
     if not attempts or not attempts[-1].state.has_outputs:
@@ -388,8 +389,9 @@ def run_worker(path: str, overrides: list[str]) -> None:
 
 def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,
                     values: ValueStore) -> Dataset:
-    """The dataset the launcher stored, or for a `data.streaming` spec (no dataset stored)
-    the data steps run again quietly: each rank then reads only its own shards."""
+    """The dataset the launcher stored, or when it stayed in memory (a `data.streaming`
+    source read with storage options) the data steps run again quietly: each rank then reads
+    only its own shards."""
     stored = os.environ.get(DATASET_ENV)
     if stored:
         dataset: Dataset = values.get(ValueRef.from_json(json.loads(stored)), "the dataset")

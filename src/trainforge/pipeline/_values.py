@@ -7,8 +7,11 @@ files again when a row is located, if their bytes are still those read), the val
 drift reports, the splits, the encoded dataset, the evaluation and cross-validation reports,
 the gate's result and the model version. A data profile is stored as its own bytes; a
 trained model as its weights, its training record and the description it is rebuilt from
-(the spec's model section and its sizes). A streaming source's data and dataset are read
-while training and are not stored: they stay in memory.
+(the spec's model section and its sizes). A streaming source's data, splits and dataset are
+stored as their plan: the files and row groups listed, each row's part, the fitted features
+and targets, reopened through the source's file system on decode; one listed with
+`data.storage_options` stays in memory, since the options (credentials) stay out of the
+value store.
 
 Importing this module registers them (`build_training_dag` does; a process decoding one does
 through the value's header).
@@ -19,24 +22,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import fsspec
+import pyarrow as pa
 import torch
 
-from trainforge.config import ModelSpec
+from trainforge.config import ModelSpec, SplitSpec
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.evaluate import EvalReport
 from trainforge.evaluate._threshold import ThresholdChoice
+from trainforge.features import FeaturePipeline
 from trainforge.ingest import IngestResult
 from trainforge.ingest._result import SourceFile
+from trainforge.ingest._sources import SourceFileInfo, SourceListing
 from trainforge.ingest._stream import StoredLineMaps
 from trainforge.models import build_model
-from trainforge.orchestration.value_types import register_value_type
+from trainforge.orchestration.value_types import Unstorable, register_value_type
 from trainforge.pipeline._cross_validation import CrossValidation
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._steps import TrainedModel
+from trainforge.pipeline._streaming import StreamedData, StreamedSplits
 from trainforge.profiles import DatasetProfile
 from trainforge.profiles._drift import ColumnDrift, DriftReport
 from trainforge.registry import GateResult
 from trainforge.split import Splits
+from trainforge.streaming import StreamingSource, TargetEncoder
+from trainforge.streaming._row_groups import RowGroup, RowGroupPlan
+from trainforge.streaming._selection import RankedValue
+from trainforge.streaming._split import StreamSplit
 from trainforge.train import TrainResult
 from trainforge.validate import ValidationReport
 from trainforge.validate._report import Violation
@@ -85,10 +97,49 @@ def _trained_model(state: dict[str, Any]) -> TrainedModel:
     return TrainedModel(model, result, state["artifact_uri"], description)
 
 
+def _plan_state(plan: RowGroupPlan) -> dict[str, Any]:
+    listing = plan.listing
+    if getattr(listing.fs, "storage_options", None):
+        raise Unstorable(f"{listing.source}: listed with storage options, which stay out of "
+                         "the value store")
+    number = {file.path: index for index, file in enumerate(listing.files)}
+    return {"source": listing.source, "files": [tuple(file) for file in listing.files],
+            "partition_types": listing.partition_types,
+            "groups": [(number[group.file.path], group.index, group.first_row, group.rows)
+                       for group in plan.groups],
+            "schema": plan.schema.serialize().to_pybytes()}
+
+
+def _row_group_plan(state: dict[str, Any]) -> RowGroupPlan:
+    fs, _ = fsspec.core.url_to_fs(state["source"])
+    files = tuple(SourceFileInfo(*fields) for fields in state["files"])
+    listing = SourceListing(state["source"], files, fs, tuple(state["partition_types"]))
+    groups = tuple(RowGroup(files[file], index, first, rows)
+                   for file, index, first, rows in state["groups"])
+    return RowGroupPlan(listing, groups, pa.ipc.read_schema(pa.py_buffer(state["schema"])))
+
+
+def _split_state(split: StreamSplit) -> dict[str, Any]:
+    return {"plan": split.plan, "spec": split.spec.model_dump(mode="json"), "cuts": split.cuts,
+            "counts": split.counts}
+
+
+def _stream_split(state: dict[str, Any]) -> StreamSplit:
+    return StreamSplit(state["plan"], SplitSpec.model_validate(state["spec"]), state["cuts"],
+                       state["counts"])
+
+
 for _cls in (SourceFile, Violation, ValidationReport, ColumnDrift, DriftReport, Splits,
              Dataset, ThresholdChoice, EvalReport, CrossValidation, GateResult, ModelVersion,
-             ModelStage):
+             ModelStage, StreamedData, StreamedSplits, StreamingSource, TargetEncoder,
+             RankedValue):
     register_value_type(_cls, module=__name__)
+register_value_type(RowGroupPlan, module=__name__, to_state=_plan_state,
+                    from_state=_row_group_plan)
+register_value_type(StreamSplit, module=__name__, to_state=_split_state,
+                    from_state=_stream_split)
+register_value_type(FeaturePipeline, module=__name__, to_state=FeaturePipeline.to_json,
+                    from_state=FeaturePipeline.from_json)
 register_value_type(IngestResult, module=__name__, to_state=_ingested,
                     from_state=_ingest_result)
 register_value_type(DatasetProfile, module=__name__, to_state=DatasetProfile.to_bytes,
