@@ -248,14 +248,15 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
     pipeline_run = (job_pipeline_run_id(launch, handle.run_id) if launch.nnodes > 1
                     else uuid.uuid4().hex)
     job = _Job(launch, worker_args, services, handle.run_id, pipeline_run)
-    try:
+    dataset_step = _dataset_step(dag)
+    try:  # created here, so that exactly one launcher leads; its runner then continues it
         services.store.create_pipeline_run(pipeline_run, dag.name, plan.system_record(),
                                            RunOptions().to_json(), handle.run_id)
     except Conflict:
-        _follow(job, _dataset_step(dag), handle)
+        _follow(job, dataset_step, handle)
         return None
     in_process = next(step for step in dag.steps if step.name == "train")
-    on_workers = partial(_train_on_workers, job, _dataset_step(dag))
+    on_workers = partial(_train_on_workers, job, dataset_step)
     dag = dag.replacing(replace(in_process, fn=Recorded(on_workers)))
     return execute_in_process(plan, services, None, handle, dag, pipeline_run=pipeline_run)
 
