@@ -138,6 +138,19 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture
+def s3_bucket_needing_options(s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """`s3_bucket`, reachable only through `s3_options`: the AWS variables that name the server
+    and its credentials are unset, so a file system opened without the options finds neither.
+    Such a file system stays in fsspec's instance cache: it is dropped afterwards."""
+    import s3fs
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    yield s3_bucket
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
 def s3_options(s3_endpoint: str) -> dict[str, Any]:
     """Storage options naming the moto server explicitly (credentials, endpoint, region)."""
     return {

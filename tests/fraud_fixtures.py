@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from example_scripts import EXAMPLES, load_example_script
 
 EXAMPLE = EXAMPLES / "fraud"
@@ -26,3 +28,22 @@ def fraud_project(tmp_path: Path, fraud_slice: Path) -> Path:
     shutil.copy(EXAMPLE / "contract.yaml", tmp_path / "contract.yaml")
     shutil.copytree(fraud_slice, tmp_path / "data")
     return tmp_path
+
+
+@pytest.fixture
+def fraud_project_on_s3(fraud_project: Path, s3_bucket_needing_options: str,
+                        s3_options: dict[str, Any]) -> Path:
+    """`fraud_project` whose data lies on S3 (moto's server), reached only through the spec's
+    `data.storage_options` (endpoint and credentials)."""
+    import s3fs
+
+    s3_bucket = s3_bucket_needing_options
+    s3fs.S3FileSystem(**s3_options).put(f"{fraud_project / 'data'}/", f"{s3_bucket}/data/",
+                                        recursive=True)
+    spec_path = fraud_project / "pipeline.yaml"
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["data"]["source"] = f"s3://{s3_bucket}/data/transactions-*.parquet"
+    spec["data"]["storage_options"] = s3_options
+    spec_path.write_text(yaml.safe_dump(spec))
+    shutil.rmtree(fraud_project / "data")
+    return fraud_project

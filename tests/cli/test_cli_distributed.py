@@ -86,10 +86,12 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
 
 
 @pytest.mark.slow
-def test_a_streamed_run_trains_on_workers_that_read_their_own_shards(fraud_project):
+def test_a_streamed_run_trains_on_workers_that_read_their_own_shards(fraud_project_on_s3):
     """A streaming dataset is stored as its plan: each worker reads it back and then only its
-    own shards; the launcher's pipeline run records each step once."""
-    result = cli("run", str(fraud_project / "pipeline.yaml"), "--nproc-per-node", "2",
+    own shards; the launcher's pipeline run records each step once. The source is on S3,
+    reached only through the spec's storage options, which the stored plan does not keep:
+    each worker reopens the source with the options of its spec."""
+    result = cli("run", str(fraud_project_on_s3 / "pipeline.yaml"), "--nproc-per-node", "2",
                  "training.strategy=ddp", "training.epochs=1", "data.streaming=true",
                  "data.shuffle_rows=4096", "evaluation.gates=[]", "--json")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -169,15 +169,18 @@ STREAMED = ["data.streaming=true", "data.shuffle_rows=4096", "evaluation.gates=[
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("data", [[], STREAMED], ids=["in-memory", "streamed"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed-from-s3"])
 def test_resume_of_a_failed_training_pipeline_run_trains_on_from_its_newest_checkpoint(
-    fraud_project, data
+    request, streamed
 ):
     """A streamed run's data steps are stored as their plan (files, row groups, each row's
-    part, fitted features), so its resume reuses them as an in-memory run's."""
+    part, fitted features), so its resume reuses them as an in-memory run's. Streamed here
+    from S3 reached only through the spec's storage options: the plan keeps their names, not
+    their values, and the resume reopens the source with the options its spec gives."""
+    project = request.getfixturevalue("fraud_project_on_s3" if streamed else "fraud_project")
     settings = ["training.epochs=2", "training.checkpoint.every_n_steps=10",
-                "training.deterministic=true", *data]
-    spec = str(fraud_project / "pipeline.yaml")
+                "training.deterministic=true", *(STREAMED if streamed else [])]
+    spec = str(project / "pipeline.yaml")
     with pytest.raises(RunFailed, match="train: RuntimeError: crash") as failed:
         run_pipeline(spec, settings, callbacks=[CrashAt(25)])
     store = home_store()
@@ -204,6 +207,13 @@ def test_resume_of_a_failed_training_pipeline_run_trains_on_from_its_newest_chec
     again = subprocess.run([TRAINFORGE, "resume", pipeline_run], capture_output=True,
                            text=True, timeout=60)
     assert again.returncode == 2 and "succeeded; there is nothing to resume" in again.stderr
+    if streamed:
+        options = yaml.safe_load(Path(spec).read_text())["data"]["storage_options"]
+        stored = [path.read_bytes() for path in
+                  (Path(Settings.from_env().artifact_root) / "values").rglob("*.*")]
+        assert any(b"client_kwargs" in value for value in stored)  # the plan names the options
+        endpoint = options["client_kwargs"]["endpoint_url"].encode()
+        assert not any(endpoint in value for value in stored)
 
 
 AUDIT = {"name": "audit", "uses": "audit_step:audit", "inputs": ["evaluation"],

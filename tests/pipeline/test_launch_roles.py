@@ -66,11 +66,13 @@ def test_the_dataset_is_there_once_the_features_step_stored_it(job):
                           outputs={"dataset": ref.to_json()})
     stored = _stored_dataset(store, job.pipeline_run, "features")
     assert stored is not None and ValueRef.from_json(json.loads(stored)) == ref
-    streamed = store.add_step_run(job.pipeline_run, "features", 2, StepState.PENDING)
+    kept = store.add_step_run(job.pipeline_run, "features", 2, StepState.PENDING)
     assert _stored_dataset(store, job.pipeline_run, "features") is None  # the last attempt's
-    store.update_step_run(streamed.step_run_id, StepState.SUCCEEDED,
-                          outputs={"dataset": {"memory": "StreamingDataset"}})
-    assert _stored_dataset(store, job.pipeline_run, "features") == ""  # workers read shards
+    store.update_step_run(kept.step_run_id, StepState.SUCCEEDED,
+                          outputs={"dataset": {"memory": "LiveDataset"}})
+    with pytest.raises(TrainingError, match=r"^step 'features' kept its dataset in memory "
+                       r"\(LiveDataset is not a value the value store takes\)"):
+        _stored_dataset(store, job.pipeline_run, "features")
 
 
 def test_a_follower_leaves_the_run_as_the_leader_ended_it_before_the_dataset(job):

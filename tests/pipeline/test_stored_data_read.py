@@ -1,14 +1,13 @@
 """The data read, stored as a step's output and read back (as a resumed pipeline run does),
 still names a row by the line an editor shows while its file holds the bytes read; a streamed
-source's row-group plan comes back reading the same rows, unless storage options opened it."""
+source's row-group plan comes back reading the same rows; a remote source reached through
+storage options reopens with those its process holds for it."""
 
 from __future__ import annotations
 
 import gzip
-from dataclasses import replace
 from pathlib import Path
 
-import fsspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -16,7 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import trainforge.pipeline._values  # noqa: F401 - registers the chain's value types
+from trainforge.errors import ValueStoreError
 from trainforge.ingest import IngestResult, list_source_files, read_table
+from trainforge.ingest._reopen import holding_storage_options
 from trainforge.orchestration import ValueStore
 from trainforge.storage.objects import open_object_store
 from trainforge.streaming._row_groups import RowGroupPlan
@@ -83,9 +84,50 @@ def test_a_streamed_plan_comes_back_reading_the_same_row_groups(tmp_path, values
     assert back.groups[2].locate(1) == "rows.parquet row 10"
 
 
-def test_a_source_listed_with_storage_options_stays_in_memory(tmp_path, values):
-    """The options may hold credentials: no value names them, so none is stored."""
-    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "rows.parquet")
-    plan = RowGroupPlan.from_listing(list_source_files(str(tmp_path / "rows.parquet")))
-    with_options = replace(plan.listing, fs=fsspec.filesystem("file", auto_mkdir=True))
-    assert values.put(RowGroupPlan(with_options, plan.groups, plan.schema), "a plan") is None
+@pytest.fixture
+def s3(s3_options):
+    import s3fs
+
+    return s3fs.S3FileSystem(**s3_options)
+
+
+def test_a_plan_listed_with_storage_options_reopens_with_those_held_for_its_source(
+    s3_bucket_needing_options, s3, s3_options, values
+):
+    """The options may hold credentials and name an endpoint: the stored plan keeps their
+    names only. It reads again where a process holds options for its source (a pipeline run
+    of its spec), and names what it needs where none does."""
+    bucket = s3_bucket_needing_options
+    table = pa.table({"a": list(range(10))})
+    with s3.open(f"{bucket}/rows/part-0.parquet", "wb") as out:
+        pq.write_table(table, out, row_group_size=4)
+    source = f"s3://{bucket}/rows/*.parquet"
+    plan = RowGroupPlan.from_listing(list_source_files(source, storage_options=s3_options))
+    ref = values.put(plan, "a plan")
+    assert ref is not None
+    stored = values.objects.read(ref.key)
+    assert b"client_kwargs" in stored
+    assert s3_options["client_kwargs"]["endpoint_url"].encode() not in stored
+
+    with pytest.raises(ValueStoreError) as refused:
+        values.get(ref, "a plan")
+    assert f"data source {source!r} was listed with storage options (client_kwargs, " \
+        "default_block_size, key, secret), which the value store does not keep" in \
+        str(refused.value)
+    with holding_storage_options(source, s3_options):
+        back: RowGroupPlan = values.get(ref, "a plan")
+    assert back.read(1, ["a"]).equals(plan.read(1, ["a"]))
+    assert back.groups[2].locate(1) == "part-0.parquet row 10"
+
+
+def test_a_restored_remote_read_names_lines_with_the_options_held_for_its_source(
+    s3_bucket_needing_options, s3, s3_options, values
+):
+    bucket = s3_bucket_needing_options
+    s3.pipe(f"{bucket}/text/rows.csv", b"a,b\n1,x\n\n2,y\n")
+    source = f"s3://{bucket}/text/rows.csv"
+    read = read_table(source, storage_options=s3_options)
+    assert read.locate(1) == "rows.csv line 4 (row 2)"
+    with holding_storage_options(source, s3_options):
+        assert restored(values, read).locate(1) == "rows.csv line 4 (row 2)"
+    assert restored(values, read).locate(1) == "rows.csv row 2"  # no options here: no lines

@@ -25,6 +25,7 @@ from trainforge.errors import DataError
 from trainforge.ingest._csv import jsonl_lines, record_lines
 from trainforge.ingest._formats import file_batches, open_text
 from trainforge.ingest._hashing import file_sha256
+from trainforge.ingest._reopen import reopen_filesystem
 from trainforge.ingest._result import SourceFile
 from trainforge.ingest._sources import Format, SourceFileInfo, SourceListing, list_source_files
 
@@ -72,12 +73,14 @@ class LineMaps:
 
 
 class StoredLineMaps:
-    """The line maps of files read earlier (a stored `IngestResult`'s), opened again from their
-    paths and scanned once on first use: a file whose bytes no longer hash to those read, or
-    that cannot be opened here (say, remote without its storage options), gets none."""
+    """The line maps of files read earlier from `source` (a stored `IngestResult`'s), opened
+    again from their paths, with the storage options held for the source
+    (`ingest/_reopen.py`), and scanned once on first use: a file whose bytes no longer hash to
+    those read, or that cannot be opened here, gets none."""
 
-    def __init__(self, files: Sequence[SourceFile]) -> None:
+    def __init__(self, files: Sequence[SourceFile], source: str) -> None:
         self._files = files
+        self._source = source
         self._lines: dict[int, np.ndarray | None] = {}
 
     def __call__(self, index: int) -> np.ndarray | None:
@@ -85,20 +88,18 @@ class StoredLineMaps:
             self._lines[index] = self._scan(self._files[index])
         return self._lines[index]
 
-    @staticmethod
-    def _scan(file: SourceFile) -> np.ndarray | None:
-        import fsspec
-
+    def _scan(self, file: SourceFile) -> np.ndarray | None:
         if file.format == "parquet":
             return None
         try:
-            fs, path = fsspec.core.url_to_fs(file.path)
+            fs = reopen_filesystem(self._source, ())
+            path = fs._strip_protocol(file.path)
             if file_sha256(fs, path) != (file.size, file.sha256):
                 return None
             info = SourceFileInfo(path, file.name, file.size, file.format, file.compression)
             return _scan_lines(fs, info, file.rows)
-        except (OSError, ValueError, ImportError):
-            return None
+        except Exception:  # noqa: BLE001 - a remote file system raises its own (botocore's)
+            return None  # unreadable here: its rows are named by row
 
 
 def _scan_lines(fs: Any, file: SourceFileInfo, rows: int | None) -> np.ndarray | None:

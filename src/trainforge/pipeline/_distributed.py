@@ -22,11 +22,11 @@
           the run failed with their error
 
 Workers find the run through `TRAINFORGE_RUN_ID`, the pipeline run they train for through
-`TRAINFORGE_PIPELINE_RUN`, the dataset through `TRAINFORGE_DATASET` (the value references, or
-empty for a `data.streaming` spec whose source needs storage options, so that its dataset stays
-in memory: its workers each read their own shards through the data steps, recording nothing),
-and the store, artifacts and values through the settings of the
-environment they inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`, `TRAINFORGE_ARTIFACTS`). With
+`TRAINFORGE_PIPELINE_RUN`, the dataset through `TRAINFORGE_DATASET` (its value references: a
+`data.streaming` dataset is its plan, from which each worker reads only its own shards,
+through the spec's `data.storage_options`, which it holds while it decodes the plan), and the
+store, artifacts and values through the settings of the environment they inherit
+(`TRAINFORGE_HOME`, `TRAINFORGE_DB`, `TRAINFORGE_ARTIFACTS`). With
 `--nnodes` > 1 every node runs a launcher with the same `--rdzv-endpoint` and `--rdzv-id`, from
 which each derives the job's run id (`job_run_id`) and its pipeline run id
 (`job_pipeline_run_id`): the first launcher creates the run, the others join it; the first to
@@ -56,7 +56,8 @@ from typing import Any
 from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, Preempted, SpecError, TrainingError
-from trainforge.orchestration import Dag, RunOptions, run_dag
+from trainforge.ingest._reopen import holding_storage_options
+from trainforge.orchestration import Dag, RunOptions
 from trainforge.orchestration.session import value_store
 from trainforge.orchestration.values import ValueRef, ValueStore
 from trainforge.pipeline._dag import Recorded
@@ -76,7 +77,7 @@ from trainforge.train import process_group
 
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 PIPELINE_RUN_ENV = "TRAINFORGE_PIPELINE_RUN"
-DATASET_ENV = "TRAINFORGE_DATASET"  # the dataset's value references; empty: the workers read
+DATASET_ENV = "TRAINFORGE_DATASET"  # the dataset's value references
 LAUNCH_RECORD = "launch"  # run.system: {"pipeline_run": id, "trained": rank 0's model's ref}
 RANK0_WAIT_S = 600.0  # how long a leader waits for rank 0 on another node to name its model
 POLL_S = 0.2
@@ -210,8 +211,8 @@ class _Job:
     pipeline_run: str
 
     def start_workers(self, dataset: str) -> None:
-        """This node's workers, on `dataset` (its value references as JSON, "" for workers
-        that read their own shards), until they finish. `TrainingError` naming the first
+        """This node's workers, on `dataset` (its value references as JSON), until they
+        finish. `TrainingError` naming the first
         failing worker; for a signal to the launcher, what `_stopped_by` makes of it."""
         from torch.distributed.elastic.multiprocessing import SignalException
         from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -300,14 +301,19 @@ def _follow(job: _Job, dataset_step: str, handle: RunHandle) -> None:
 
 def _stored_dataset(store: Store, pipeline_run: str, dataset_step: str) -> str | None:
     """The dataset `dataset_step` of `pipeline_run` stored, as the workers' `DATASET_ENV`:
-    its value references as JSON, "" when it is held in memory (a streamed source read with
-    storage options), None while the step has not succeeded."""
+    its value references as JSON, None while the step has not succeeded. `TrainingError` when
+    the step kept it in memory, where no worker can read it."""
     attempts = [attempt for attempt in store.list_step_runs(pipeline_run)
                 if attempt.step == dataset_step]
     if not attempts or not attempts[-1].state.has_outputs:
         return None
     output = attempts[-1].outputs["dataset"]
-    return "" if "memory" in output else json.dumps(output)
+    if "memory" in output:
+        raise TrainingError(
+            f"step {dataset_step!r} kept its dataset in memory ({output['memory']} is not a "
+            "value the value store takes): torchrun workers read the dataset from the value "
+            "store")
+    return json.dumps(output)
 
 
 def _trained_by_rank0(store: Store, run_id: str, pipeline_run: str,
@@ -372,7 +378,7 @@ def run_worker(path: str, overrides: list[str]) -> None:
     values = value_store(services.settings)
     preemption = plan.preemption_notice()
     with process_group(plan.spec.training.device), preemption.installed():
-        dataset = _worker_dataset(plan, services, run_id, values)
+        dataset = _worker_dataset(plan, values)
         if int(os.environ.get("RANK", "0")) != 0:
             train(plan.spec, (), preemption, dataset, NullRun(run_id, services.artifacts))
             return
@@ -388,19 +394,17 @@ def run_worker(path: str, overrides: list[str]) -> None:
         "pipeline_run": os.environ[PIPELINE_RUN_ENV], "trained": stored.to_json()}})
 
 
-def _worker_dataset(plan: PipelinePlan, services: PipelineServices, run_id: str,
-                    values: ValueStore) -> Dataset:
-    """The dataset the launcher stored, or when it stayed in memory (a `data.streaming`
-    source read with storage options) the data steps run again quietly: each rank then reads
-    only its own shards."""
+def _worker_dataset(plan: PipelinePlan, values: ValueStore) -> Dataset:
+    """The dataset the launcher stored, decoded holding the spec's data storage options (a
+    streamed dataset's plan reopens its source with them)."""
     stored = os.environ.get(DATASET_ENV)
-    if stored:
+    if not stored:
+        raise TrainingError(f"{DATASET_ENV} is not set: start workers with `trainforge run "
+                            "SPEC --nproc-per-node N`")
+    data = plan.spec.data
+    with holding_storage_options(data.source, data.fsspec_options()):
         dataset: Dataset = values.get(ValueRef.from_json(json.loads(stored)), "the dataset")
-        return dataset
-    prepared = run_dag(plan.data_dag(services.data()), {},
-                       recorder=NullRun(run_id, services.artifacts))
-    streamed: Dataset = prepared["dataset"]
-    return streamed
+    return dataset
 
 
 class NullRun:

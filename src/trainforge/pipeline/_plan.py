@@ -61,10 +61,10 @@ class PipelinePlan:
         return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
                                   quality, str(self.source or SPEC_OBJECT), self.steps)
 
-    def data_dag(self, data: DataRepository | None = None) -> Dag:
+    def data_dag(self) -> Dag:
         """The chain's ingest, validate, split and features steps alone: what prepares the
-        dataset (a PBT study's once, a streaming run's on each worker)."""
-        return self.dag(None, data=data, quality=False).only(DATA_STEPS)
+        dataset (a PBT study's, once)."""
+        return self.dag(None, quality=False).only(DATA_STEPS)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""

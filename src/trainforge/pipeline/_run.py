@@ -38,6 +38,7 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
+from trainforge.ingest._reopen import holding_storage_options
 from trainforge.orchestration import Dag, InProcessRunner, Step, StepListener
 from trainforge.orchestration.session import value_store
 from trainforge.orchestration.steps import StepDefinition, as_step
@@ -177,7 +178,9 @@ def run_tracked(
     resumed = _run_to_resume(plan, services, resume, allow_neutral_changes, job)
     started = time.perf_counter()
     handle = _open_run(plan, services, parent, resumed, run_id, job)
-    with _errors_of_run(handle.run_id), handle, preemption.installed():
+    data = plan.spec.data  # held: the data steps' stored values reopen the source with them
+    with _errors_of_run(handle.run_id), handle, preemption.installed(), \
+            holding_storage_options(data.source, data.fsspec_options()):
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
             handle.set_system({**plan.system_record(), **process_record(),

@@ -9,9 +9,9 @@ the gate's result and the model version. A data profile is stored as its own byt
 trained model as its weights, its training record and the description it is rebuilt from
 (the spec's model section and its sizes). A streaming source's data, splits and dataset are
 stored as their plan: the files and row groups listed, each row's part, the fitted features
-and targets, reopened through the source's file system on decode; one listed with
-`data.storage_options` stays in memory, since the options (credentials) stay out of the
-value store.
+and targets, reopened through the source's file system on decode. The plan keeps the names
+of the source's `data.storage_options`, never their values (credentials, an endpoint): it
+reopens with the options the decoding process holds for the source (`ingest/_reopen.py`).
 
 Importing this module registers them (`build_training_dag` does; a process decoding one does
 through the value's header).
@@ -22,7 +22,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import fsspec
 import pyarrow as pa
 import torch
 
@@ -32,11 +31,12 @@ from trainforge.evaluate import EvalReport
 from trainforge.evaluate._threshold import ThresholdChoice
 from trainforge.features import FeaturePipeline
 from trainforge.ingest import IngestResult
+from trainforge.ingest._reopen import option_names, reopen_filesystem
 from trainforge.ingest._result import SourceFile
 from trainforge.ingest._sources import SourceFileInfo, SourceListing
 from trainforge.ingest._stream import StoredLineMaps
 from trainforge.models import build_model
-from trainforge.orchestration.value_types import Unstorable, register_value_type
+from trainforge.orchestration.value_types import register_value_type
 from trainforge.pipeline._cross_validation import CrossValidation
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._steps import TrainedModel
@@ -61,7 +61,8 @@ def _ingested(value: IngestResult) -> dict[str, Any]:
 
 def _ingest_result(state: dict[str, Any]) -> IngestResult:
     return IngestResult(frame=state["frame"], files=state["files"], source=state["source"],
-                        lines=StoredLineMaps(state["files"]), positions=state["positions"])
+                        lines=StoredLineMaps(state["files"], state["source"]),
+                        positions=state["positions"])
 
 
 def _profile(state: bytes) -> DatasetProfile:
@@ -99,11 +100,9 @@ def _trained_model(state: dict[str, Any]) -> TrainedModel:
 
 def _plan_state(plan: RowGroupPlan) -> dict[str, Any]:
     listing = plan.listing
-    if getattr(listing.fs, "storage_options", None):
-        raise Unstorable(f"{listing.source}: listed with storage options, which stay out of "
-                         "the value store")
     number = {file.path: index for index, file in enumerate(listing.files)}
-    return {"source": listing.source, "files": [tuple(file) for file in listing.files],
+    return {"source": listing.source, "options": option_names(listing.fs),
+            "files": [tuple(file) for file in listing.files],
             "partition_types": listing.partition_types,
             "groups": [(number[group.file.path], group.index, group.first_row, group.rows)
                        for group in plan.groups],
@@ -111,7 +110,7 @@ def _plan_state(plan: RowGroupPlan) -> dict[str, Any]:
 
 
 def _row_group_plan(state: dict[str, Any]) -> RowGroupPlan:
-    fs, _ = fsspec.core.url_to_fs(state["source"])
+    fs = reopen_filesystem(state["source"], state["options"])
     files = tuple(SourceFileInfo(*fields) for fields in state["files"])
     listing = SourceListing(state["source"], files, fs, tuple(state["partition_types"]))
     groups = tuple(RowGroup(files[file], index, first, rows)
