@@ -212,8 +212,8 @@ class _Job:
 
     def start_workers(self, dataset: str) -> None:
         """This node's workers, on `dataset` (its value references as JSON), until they
-        finish. `TrainingError` naming the first
-        failing worker; for a signal to the launcher, what `_stopped_by` makes of it."""
+        finish. `TrainingError` naming the first failing worker; for a signal to the
+        launcher, what `_stopped_by` makes of it."""
         from torch.distributed.elastic.multiprocessing import SignalException
         from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
         from torch.distributed.run import parse_args
