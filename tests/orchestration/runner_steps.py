@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainforge.errors import DataError, ObjectStoreError
+from trainforge.errors import DataError, ObjectStoreError, Preempted
 from trainforge.orchestration import StepContext
 
 
@@ -66,3 +66,7 @@ def handed_on(frame: pd.DataFrame) -> dict:
 def is_same(frame: pd.DataFrame, same: pd.DataFrame) -> bool:
     """Whether both inputs are one object: the one the first step produced, not decoded."""
     return frame is same
+
+
+def preempted(frame: pd.DataFrame) -> float:
+    raise Preempted("SIGTERM")

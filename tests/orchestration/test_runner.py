@@ -12,7 +12,7 @@ import pytest
 import runner_steps as rs
 
 from trainforge.entities import PipelineRunStatus, StepState
-from trainforge.errors import PipelineFailed
+from trainforge.errors import PipelineFailed, Preempted
 from trainforge.orchestration import (
     Dag,
     InProcessRunner,
@@ -177,6 +177,31 @@ def test_a_failed_step_skips_what_depends_on_it_and_not_the_rest(
                       "after_broken": StepState.SKIPPED, "doubled": StepState.SUCCEEDED}
     skipped = _attempts(store, record.pipeline_run_id, "after_broken")[0]
     assert skipped.error == "not run: broken did not succeed"
+
+
+def test_a_preempted_step_stops_the_run_and_its_resume_runs_the_rest(
+        store: Store, values: ValueStore) -> None:
+    """The machine is going away: no other step starts, not even one that does not depend on
+    the preempted step (with other errors such a step still runs, above)."""
+    dag = _dag(_step(rs.numbers, ["frame"]), _step(rs.preempted, ["p"], name="audit"),
+               _step(rs.doubled, ["twice"]), _step(rs.total, ["t"], inputs={"frame": "twice"}))
+    runner = _runner(store, values)
+    with pytest.raises(PipelineFailed, match="audit: preempted by SIGTERM") as raised:
+        runner.run(dag)
+    assert isinstance(raised.value.__cause__, Preempted)
+    pipeline_run = raised.value.pipeline_run_id
+    attempts = {a.step: a for a in store.list_step_runs(pipeline_run)}
+    assert {step: a.state for step, a in attempts.items()} == {
+        "numbers": StepState.SUCCEEDED, "audit": StepState.FAILED,
+        "doubled": StepState.SKIPPED, "total": StepState.SKIPPED}
+    assert attempts["doubled"].error == attempts["total"].error == "not run: audit was preempted"
+
+    resumed = runner.run(dag.replacing(_step(rs.total, ["p"], name="audit")), resume=pipeline_run)
+    last = {a.step: a for a in store.list_step_runs(pipeline_run)}
+    assert {step: (a.attempt, a.state) for step, a in last.items()} == {
+        "numbers": (1, StepState.SUCCEEDED), "audit": (2, StepState.SUCCEEDED),
+        "doubled": (2, StepState.SUCCEEDED), "total": (2, StepState.SUCCEEDED)}
+    assert resumed.value("t") == 2 * resumed.value("p")
 
 
 class _Scaler:

@@ -1,7 +1,7 @@
 """Runners of a `Dag`.
 
     run_dag          every step once, in memory, in this process (no states, no cache): the
-                     data preparation a tuning study shares, the ranks of a distributed run
+                     data preparation a tuning study shares
     InProcessRunner  a pipeline run: states persisted per attempt (`pipeline_runs`,
                      `step_runs`), values through the value store, cache, retries with
                      backoff, timeouts (the step in a process of its own), `max_parallel`
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from trainforge.config import Settings
 from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
-from trainforge.errors import PipelineFailed, SpecError, TrainforgeError
+from trainforge.errors import PipelineFailed, Preempted, SpecError, TrainforgeError
 from trainforge.orchestration._execution import (
     AttemptFailed,
     IsolatedCall,
@@ -170,7 +170,8 @@ class InProcessRunner:
         """Run `dag` as a new pipeline run (its id `pipeline_run_id`, or a new one), or
         continue the pipeline run `resume`: only the steps without stored outputs and those
         downstream of them run. `PipelineFailed` naming the failed steps when one fails; the
-        steps that do not depend on it still run."""
+        steps that do not depend on it still run, unless it was preempted (`Preempted`): then
+        no step starts any more (those running finish), and a resume runs the rest."""
         initial = dict(initial or {})
         missing = set(dag.initial) - set(initial)
         if missing:
@@ -251,6 +252,7 @@ class _Execution:
         rows = {step.name: self._add(step.name, StepState.PENDING) for step in pending}
         parallel = self.options.max_parallel or self.dag.max_parallel
         blocked: dict[str, str] = {}  # a step whose dependents do not run → why
+        stopped: str | None = None  # why no step starts any more: a step was preempted
         with (_InlineExecutor() if parallel == 1 else
               ThreadPoolExecutor(parallel, thread_name_prefix="trainforge-step")) as pool:
             running: dict[Future[None], Step] = {}
@@ -259,9 +261,10 @@ class _Execution:
                     finished = set(self.last)
                 for step in list(pending):
                     needs = before[step.name]
-                    if needs & blocked.keys():
+                    if stopped is not None or needs & blocked.keys():
                         pending.remove(step)
-                        reason = blocked[min(needs & blocked.keys())]
+                        reason = (stopped if stopped is not None
+                                  else blocked[min(needs & blocked.keys())])
                         blocked[step.name] = reason
                         self._skip(rows[step.name], reason)
                     elif needs <= finished and len(running) < parallel:
@@ -278,6 +281,8 @@ class _Execution:
                         blocked[step.name] = f"not run: {step.name} did not succeed"
                         self.failed[step.name] = str(exc)
                         self.cause = self.cause or exc.__cause__
+                        if isinstance(exc.__cause__, Preempted):  # the machine is going away
+                            stopped = f"not run: {step.name} was preempted"
 
     def _add(self, step: str, state: StepState) -> StepRun:
         with self.lock:
