@@ -42,18 +42,13 @@ def holding_storage_options(source: str, options: Mapping[str, Any]) -> Iterator
                 del _HELD[source]
 
 
-def held_storage_options(source: str) -> dict[str, Any] | None:
-    """The options held for `source`, None when none are."""
-    with _LOCK:
-        held = _HELD.get(source)
-        return dict(held[-1]) if held else None
-
-
 def reopen_filesystem(source: str, option_names: Sequence[str]) -> Any:
     """The file system of `source`, which was listed with options named `option_names`:
     opened with the options held for it, or with none when it needed none. `DataError` when
     it needed options and none are held."""
-    options = held_storage_options(source)
+    with _LOCK:
+        held = _HELD.get(source)
+        options = held[-1] if held else None
     if options is None and option_names:
         raise DataError(
             f"data source {source!r} was listed with storage options ({', '.join(option_names)}), "
