@@ -192,7 +192,8 @@ class Webhook:
 @dataclass(frozen=True)
 class WebhookDelivery:
     """One attempt to deliver an event to a webhook: the HTTP status answered (None when none
-    came), the error, and whether it was delivered (a 2xx answer)."""
+    came), the error, and whether it was delivered (a 2xx answer). `event_delivery_id` names
+    the outbox delivery it was an attempt of (None in logs older than the outbox)."""
 
     delivery_id: int
     webhook_id: int
@@ -202,6 +203,63 @@ class WebhookDelivery:
     status_code: int | None
     error: str | None
     delivered: bool
+    created_at: datetime
+    event_delivery_id: int | None = None
+
+
+# The events trainforge announces (`trainforge.events` describes each); the outbox stores them
+# by these names and subscriptions select them.
+STAGE_CHANGED = "model.stage_changed"
+PROMOTION_REFUSED = "model.promotion_refused"
+VALIDATION_FAILED = "data.validation_failed"
+DRIFT_DETECTED = "data.drift_detected"
+
+
+@dataclass(frozen=True)
+class OutboxEvent:
+    """An event as the outbox holds it, written in the transaction of what it announces.
+
+    `outbox_id` orders the outbox (the order events were written); `subject` is what the event
+    is about and what deliveries keep in order (`model:NAME`, `run:RUN_ID`). A stage change's
+    event holds the history entry it announces (`stage_change`) and no `data`; any other
+    event holds its `data`."""
+
+    outbox_id: int
+    event_id: str
+    name: str
+    subject: str
+    occurred_at: datetime
+    data: dict[str, Any] = field(default_factory=dict)
+    stage_change: StageChange | None = None
+
+
+class DeliveryState(str, enum.Enum):
+    """Where the delivery of one event to one subscription stands: `pending` (attempts to
+    come), `delivered` (a 2xx answer), `dead` (given up: out of time, or refused by a 4xx
+    answer; `redeliver` makes it pending again)."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    DEAD = "dead"
+
+
+@dataclass(frozen=True)
+class EventDelivery:
+    """The delivery of one outbox event to one webhook: its state, the attempts made (all
+    rounds), the attempts of this round (since it was written or last redelivered, from
+    `round_started_at`), when the next attempt is due, the lease a deliverer holds on it
+    (`leased_until`, None when none) and the last attempt's error."""
+
+    delivery_id: int
+    webhook_id: int
+    event: OutboxEvent
+    state: DeliveryState
+    attempts: int
+    round_attempts: int
+    round_started_at: datetime
+    next_attempt_at: datetime
+    leased_until: datetime | None
+    last_error: str | None
     created_at: datetime
 
 

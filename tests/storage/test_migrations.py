@@ -23,10 +23,11 @@ REGISTRY_TABLES = {"model_stage_changes", "model_aliases", "webhooks", "webhook_
 TUNING_TABLES = {"tuning_journal", "tuning_heartbeats"}
 DATA_TABLES = {"data_tags", "data_profiles"}
 PIPELINE_RUN_TABLES = {"pipeline_runs", "step_runs"}
-SINCE_0004 = REGISTRY_TABLES | TUNING_TABLES | DATA_TABLES | PIPELINE_RUN_TABLES
+OUTBOX_TABLES = {"outbox_events", "event_deliveries"}
+SINCE_0004 = REGISTRY_TABLES | TUNING_TABLES | DATA_TABLES | PIPELINE_RUN_TABLES | OUTBOX_TABLES
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
           "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES,
-          *DATA_TABLES, *PIPELINE_RUN_TABLES}
+          *DATA_TABLES, *PIPELINE_RUN_TABLES, *OUTBOX_TABLES}
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
@@ -218,23 +219,30 @@ def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) ->
 def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:
     _downgraded(db_url, "0005")
     assert _revision_and_tables(db_url) == (
-        "0005", TABLES - TUNING_TABLES - DATA_TABLES - PIPELINE_RUN_TABLES)
+        "0005", TABLES - TUNING_TABLES - DATA_TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
 
 
 def test_downgrade_to_0006_drops_only_the_data_tags_and_profiles(db_url: str) -> None:
     _downgraded(db_url, "0006")
-    assert _revision_and_tables(db_url) == ("0006", TABLES - DATA_TABLES - PIPELINE_RUN_TABLES)
+    assert _revision_and_tables(db_url) == (
+        "0006", TABLES - DATA_TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
 
 
 def test_downgrade_to_0007_drops_only_the_data_profiles(db_url: str) -> None:
     _downgraded(db_url, "0007")
-    assert _revision_and_tables(db_url) == ("0007",
-                                            TABLES - {"data_profiles"} - PIPELINE_RUN_TABLES)
+    assert _revision_and_tables(db_url) == (
+        "0007", TABLES - {"data_profiles"} - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
 
 
 def test_downgrade_to_0008_drops_only_the_pipeline_and_step_runs(db_url: str) -> None:
     _downgraded(db_url, "0008")
-    assert _revision_and_tables(db_url) == ("0008", TABLES - PIPELINE_RUN_TABLES)
+    assert _revision_and_tables(db_url) == ("0008", TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
+
+
+def test_downgrade_to_0009_drops_only_the_outbox(db_url: str) -> None:
+    columns, _ = _downgraded(db_url, "0009", "webhook_deliveries")
+    assert "event_delivery_id" not in columns
+    assert _revision_and_tables(db_url) == ("0009", TABLES - OUTBOX_TABLES)
 
 
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:

@@ -7,6 +7,7 @@
     DataVersionStore  content-addressed data versions
     RegistryStore     model versions, their stages, stage history and aliases
     WebhookStore      webhook subscriptions and the log of their deliveries
+    OutboxStore       events written with what they announce, and their deliveries' state
     PipelineRunStore  pipeline runs and the attempts of their steps (the runner's state)
     Store             all of them, plus `close()`: what `open_store(url)` returns
 
@@ -48,9 +49,12 @@ from trainforge.entities import (
     CheckpointRecord,
     DataTag,
     DataVersion,
+    DeliveryState,
+    EventDelivery,
     Experiment,
     MetricPoint,
     ModelStage,
+    OutboxEvent,
     ModelVersion,
     Pipeline,
     PipelineRun,
@@ -355,7 +359,12 @@ class RegistryStore(Protocol):
       work. When another change came first (the version's stage or the holder differs),
       `Conflict` and nothing changes: of concurrent changes decided on one state, one wins.
       It does not judge whether the move is allowed (`trainforge.registry` does);
-    - `record_refusal` adds a `refused` history entry (the stage stays);
+    - `record_refusal` adds a `refused` history entry (the stage stays), under the model's lock
+      as a change;
+    - every `promoted`, `replaced` and `refused` entry is written to the outbox in the unit of
+      work that adds it (`OutboxStore`: `model.stage_changed`, or `model.promotion_refused`
+      for a refusal; subject `model:NAME`): the entry and its event commit or roll back
+      together;
     - `get_stage_holder` is the version of a model in production or canary, or None
       (`ValueError` for another stage): what serving polls to follow stage changes;
     - `list_stage_changes` is a model's history (of one version, when given), oldest first
@@ -450,6 +459,62 @@ class WebhookStore(Protocol):
     ) -> Page[WebhookDelivery]: ...
 
 
+class OutboxStore(Protocol):
+    """The outbox: events written in the unit of work of what they announce, and the delivery
+    of each to every webhook subscribed to it when it was written (one `EventDelivery` per
+    webhook, `pending` and due at once). Deliverers send them off the writer's path.
+
+    - `add_event` writes an event about `subject` (`run:RUN_ID`, `model:NAME`) on its own;
+      `set_tags_and_announce` merges `tags` into a run's tags (as `set_tags`) and writes the
+      event in the same unit of work (`NotFound` for an unknown run, and nothing written).
+      Stage changes write theirs through `RegistryStore`;
+    - a webhook's deliveries of one subject are in order: `delivery_heads` lists the earliest
+      `pending` delivery of each (webhook, subject), soonest due first, and `claim_delivery`
+      takes only such a head. The claim is a lease: it succeeds (returning the delivery) when
+      the delivery is pending, due at `now`, not leased by anyone at `now` and no earlier
+      event of its subject is pending for its webhook, else None; of concurrent claims (any
+      processes, any machines) one wins;
+    - `finish_delivery` logs the attempt (a `WebhookDelivery` linked to the delivery, numbered
+      after the earlier ones) and, while `owner` still holds the lease, sets the delivery's
+      state, next attempt and last error and ends the lease; a lease taken over meanwhile
+      keeps the delivery as its new holder leaves it (the attempt is logged all the same);
+    - `redeliver` makes a `delivered` or `dead` delivery `pending` again, due at `now`, with a
+      new round of attempts from `now`; `Conflict` naming it when it is pending already;
+    - `get_event_delivery`, `finish_delivery` and `redeliver` raise `NotFound` naming the
+      delivery id; `list_event_deliveries` lists newest first (of one state and one webhook,
+      when given; cursor: the delivery's id);
+    - times are the caller's (`now`): every deliverer should run on a synchronised clock;
+    - as every area: one unit of work per call, from any thread, frozen records the caller
+      owns, `StoreUnavailable` from any method while the database cannot be reached.
+    """
+
+    def add_event(self, name: str, subject: str, data: dict[str, Any], *, event_id: str,
+                  occurred_at: datetime) -> OutboxEvent: ...
+
+    def set_tags_and_announce(self, run_id: str, tags: dict[str, Any], name: str,
+                              data: dict[str, Any], *, event_id: str,
+                              occurred_at: datetime) -> OutboxEvent: ...
+
+    def delivery_heads(self, limit: int = DEFAULT_LIMIT) -> list[EventDelivery]: ...
+
+    def claim_delivery(self, delivery_id: int, owner: str, *, now: datetime,
+                       leased_until: datetime) -> EventDelivery | None: ...
+
+    def finish_delivery(
+        self, delivery_id: int, owner: str, *, status_code: int | None, error: str | None,
+        state: DeliveryState, next_attempt_at: datetime | None,
+    ) -> WebhookDelivery: ...
+
+    def redeliver(self, delivery_id: int, now: datetime) -> EventDelivery: ...
+
+    def get_event_delivery(self, delivery_id: int) -> EventDelivery: ...
+
+    def list_event_deliveries(
+        self, state: DeliveryState | None = None, webhook_id: int | None = None,
+        limit: int = DEFAULT_LIMIT, cursor: str | None = None,
+    ) -> Page[EventDelivery]: ...
+
+
 class StepOutputs(NamedTuple):
     """One attempt's recorded outputs (value references, or `{"memory": type}`), and its
     pipeline run's status and last activity."""
@@ -529,7 +594,7 @@ class RegistryEventStore(RegistryStore, WebhookStore, Protocol):
 
 class Store(
     ExperimentStore, RunStore, MetricStore, CheckpointStore, DataVersionStore, RegistryStore,
-    WebhookStore, PipelineRunStore, Protocol,
+    WebhookStore, OutboxStore, PipelineRunStore, Protocol,
 ):
     """Every area of the store; `open_store(url)` returns one.
 

@@ -101,4 +101,5 @@ def to_delivery(row: WebhookDeliveryRow) -> WebhookDelivery:
         delivery_id=row.id, webhook_id=row.webhook_id, event_id=row.event_id, event=row.event,
         attempt=row.attempt, status_code=row.status_code, error=row.error,
         delivered=row.delivered, created_at=as_utc(row.created_at),
+        event_delivery_id=row.event_delivery_id,
     )

@@ -1,6 +1,7 @@
 """Registry statements of the SQL store: stage changes under the model's lock, the stage
 history, aliases, webhook subscriptions and their delivery log. Each function runs inside the
-caller's session (transaction).
+caller's session (transaction); each promoted, replaced or refused history entry writes its
+event to the outbox (`sql_outbox.announce_stage_change`) in that transaction.
 
 A stage change first locks every version row of its model (`SELECT ... FOR UPDATE` on
 PostgreSQL; on SQLite the write transaction began with `BEGIN IMMEDIATE`, which holds the
@@ -27,6 +28,7 @@ from trainforge.entities import (
     WebhookDelivery,
 )
 from trainforge.errors import Conflict, NotFound
+from trainforge.storage import sql_outbox
 from trainforge.storage.records import to_delivery, to_model_version, to_stage_change, to_webhook
 from trainforge.storage.sql_pages import OrderKey
 from trainforge.storage.tables import (
@@ -72,15 +74,14 @@ def change_stage(
                            "change came first; promote again")
         if holder is not None:
             holder.stage = ModelStage.ARCHIVED.value
-            session.add(_change(model_name, holder.version, to.value, ModelStage.ARCHIVED.value,
-                                StageOutcome.REPLACED, user=user,
-                                reason=f"version {version} promoted to {to.value}"))
-            session.flush()  # the holder leaves the stage before the candidate takes it
+            _add(session, _change(model_name, holder.version, to.value,
+                                  ModelStage.ARCHIVED.value, StageOutcome.REPLACED, user=user,
+                                  reason=f"version {version} promoted to {to.value}"))
+            # flushed: the holder left the stage before the candidate takes it
     candidate.stage = to.value
-    change = _change(model_name, version, expected_from.value, to.value, StageOutcome.PROMOTED,
-                     user=user, reason=reason, forced=forced, gate_report=gate_report)
-    session.add(change)
-    session.flush()
+    change = _add(session, _change(model_name, version, expected_from.value, to.value,
+                                   StageOutcome.PROMOTED, user=user, reason=reason,
+                                   forced=forced, gate_report=gate_report))
     return to_stage_change(change)
 
 
@@ -88,14 +89,12 @@ def record_refusal(
     session: Session, model_name: str, version: str, to: ModelStage, *, user: str,
     reason: str, gate_report: Sequence[dict[str, Any]],
 ) -> StageChange:
-    """A history entry for a promotion its gates refused; the version keeps its stage."""
-    row = session.get(ModelVersionRow, (model_name, version))
-    if row is None:
-        raise NotFound(f"model {model_name!r} version {version!r} not found")
-    change = _change(model_name, version, row.stage, to.value, StageOutcome.REFUSED, user=user,
-                     reason=reason, gate_report=gate_report)
-    session.add(change)
-    session.flush()
+    """A history entry for a promotion its gates refused; the version keeps its stage. Taken
+    under the model's lock, so that its event is written in order with the model's changes."""
+    row = _version(_locked_versions(session, model_name), model_name, version)
+    change = _add(session, _change(model_name, version, row.stage, to.value,
+                                   StageOutcome.REFUSED, user=user, reason=reason,
+                                   gate_report=gate_report))
     return to_stage_change(change)
 
 
@@ -188,6 +187,14 @@ def _version(rows: dict[str, ModelVersionRow], model_name: str, version: str) ->
     if version not in rows:
         raise NotFound(f"model {model_name!r} version {version!r} not found")
     return rows[version]
+
+
+def _add(session: Session, change: StageChangeRow) -> StageChangeRow:
+    """Add a promoted, replaced or refused history entry and write its event to the outbox."""
+    session.add(change)
+    session.flush()
+    sql_outbox.announce_stage_change(session, change)
+    return change
 
 
 def _named(version: str | None) -> str:

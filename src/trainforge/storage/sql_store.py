@@ -17,7 +17,8 @@ beyond them:
   concurrent registration took it first;
 - the registry's stage changes, history, aliases and webhook log are `sql_registry`'s
   statements: a stage change locks its model's version rows and checks the state it was
-  decided on, so of concurrent changes one wins and the others raise `Conflict`;
+  decided on, so of concurrent changes one wins and the others raise `Conflict`; the outbox
+  is `sql_outbox`'s (`SqlOutbox`, mixed in);
 - a metric value of NaN is stored as NULL; in a checkpoint's metrics, NaN and infinities are
   stored as JSON null, as in a model version's;
 - pages are keyset queries (`sql_pages`): each fetches one row more than it returns, and its
@@ -67,6 +68,7 @@ from trainforge.storage import (
     sql_pipeline_runs,
     sql_registry,
 )
+from trainforge.storage.sql_outbox import SqlOutbox
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page, StepOutputs
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
@@ -116,8 +118,9 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-class SqlStore:
-    """The store on SQLite or PostgreSQL; safe to share between threads."""
+class SqlStore(SqlOutbox):
+    """The store on SQLite or PostgreSQL; safe to share between threads. The outbox area's
+    methods come from `SqlOutbox`."""
 
     def __init__(self, url: str, create: bool = True) -> None:
         backend = _backend(url)

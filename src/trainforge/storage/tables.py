@@ -382,6 +382,61 @@ class WebhookDeliveryRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     delivered: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    event_delivery_id: Mapped[int | None] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), ForeignKey("event_deliveries.id"))
+
+
+class OutboxEventRow(Base):
+    """An event written in the transaction of what it announces, in order of writing (`id`).
+    A stage change's event points at its history entry (`stage_change_id`, `data` NULL); any
+    other event holds its `data`. `subject` is what deliveries keep in order (`model:NAME`,
+    `run:RUN_ID`)."""
+
+    __tablename__ = "outbox_events"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    event_id: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(64))
+    subject: Mapped[str] = mapped_column(String(320))
+    stage_change_id: Mapped[int | None] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), ForeignKey("model_stage_changes.id"))
+    data: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class EventDeliveryRow(Base):
+    """The delivery of one outbox event to one webhook: its state ("pending", "delivered",
+    "dead"), attempts (all, and this round's since `round_started_at`), when the next attempt
+    is due, and the lease a deliverer holds while it sends (`lease_owner` until
+    `leased_until`). `subject` and `outbox_id` repeat the event's, so that the order check
+    (no earlier pending event of the subject for the webhook) reads this table only."""
+
+    __tablename__ = "event_deliveries"
+    __table_args__ = (
+        Index("ix_event_deliveries_state_next_attempt_at", "state", "next_attempt_at"),
+        Index("ix_event_deliveries_webhook_id_subject_outbox_id", "webhook_id", "subject",
+              "outbox_id"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    outbox_id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), ForeignKey("outbox_events.id"))
+    webhook_id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), ForeignKey("webhooks.id"))
+    subject: Mapped[str] = mapped_column(String(320))
+    state: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    round_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    round_started_at: Mapped[datetime]
+    next_attempt_at: Mapped[datetime]
+    leased_until: Mapped[datetime | None]
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class TuningJournalRow(Base):
