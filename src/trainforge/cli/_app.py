@@ -53,7 +53,8 @@ runs_app = typer.Typer(no_args_is_help=True,
 models_app = typer.Typer(no_args_is_help=True, help="Registered model versions: list, promote "
                          "through their gates, history, lineage, diff, aliases.")
 webhooks_app = typer.Typer(no_args_is_help=True,
-                           help="Webhooks that model stage changes are POSTed to, signed.")
+                           help="Webhooks that model and data events are POSTed to, signed, "
+                           "from the outbox.")
 checkpoints_app = typer.Typer(no_args_is_help=True, help="List and prune the checkpoints of runs.")
 app.add_typer(runs_app, name="runs")
 app.add_typer(models_app, name="models")
@@ -224,6 +225,9 @@ models_app.command("alias")(_models.models_alias)
 webhooks_app.command("add")(_webhooks.webhooks_add)
 webhooks_app.command("list")(_webhooks.webhooks_list)
 webhooks_app.command("deliveries")(_webhooks.webhooks_deliveries)
+webhooks_app.command("deliver")(_webhooks.webhooks_deliver)
+webhooks_app.command("outbox")(_webhooks.webhooks_outbox)
+webhooks_app.command("redeliver")(_webhooks.webhooks_redeliver)
 app.command("export")(_serving.export)
 app.command("serve")(_serving.serve)
 app.command("predict")(_serving.predict)

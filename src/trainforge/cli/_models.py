@@ -5,11 +5,12 @@ A VERSION is a number (`3`), a stage held by one version (`production`, `canary`
 `NAME@REF` (`fraud_detector@production`) may stand for NAME and VERSION together. Exit codes:
 1 what is named does not exist, or another change came first (run it again); 2 a move that is
 not allowed or bad arguments; 3 the gates refused the promotion (recorded in the history).
+A promotion's events (and a refusal's) go to the outbox with its history entry; it returns
+without waiting for any webhook (`trainforge webhooks deliver` or `serve` sends them).
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -80,7 +81,6 @@ def models_promote(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """Move a version to a stage if the gates its spec declares pass (see the README)."""
-    from trainforge.events import WebhookNotifier
     from trainforge.registry import promote
     from trainforge.storage.artifacts import open_artifact_store
 
@@ -89,8 +89,7 @@ def models_promote(
     target = _version_of(store, name, version)
     try:
         done = promote(store, open_artifact_store(settings.artifact_root), target.model_name,
-                       target.version, to, reason=reason, force=force, user=settings.user,
-                       notifier=WebhookNotifier(store, os.environ))
+                       target.version, to, reason=reason, force=force, user=settings.user)
     except GatesFailed as exc:
         if as_json:
             _render.emit_json({"promoted": False, "gates": exc.report})
@@ -116,8 +115,6 @@ def _promotion_summary(done: Promotion) -> dict[str, Any]:
         "from": None if change.from_stage is None else change.from_stage.value,
         "to": change.to_stage.value, "replaced": done.replaced, "forced": change.forced,
         "user": change.user, "reason": change.reason, "gates": done.gate_report,
-        "webhook_attempts": len(done.deliveries),
-        "webhooks_delivered": sum(d.delivered for d in done.deliveries),
     }
 
 

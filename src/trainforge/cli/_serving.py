@@ -9,7 +9,10 @@ file that breaks the model's input contract (naming the row and field); a bad op
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -80,7 +83,8 @@ def serve(
     runtime: Runtime = "auto",
 ) -> None:
     """Serve model NAME's production version (and its canary) on POST /predict, following
-    stage changes without a restart; /health, /metadata, /metrics beside it."""
+    stage changes without a restart; /health, /metadata, /metrics beside it. Delivers the
+    webhook outbox in a background thread while it serves."""
     import uvicorn
 
     from trainforge.serving import VersionRouter, create_app
@@ -93,7 +97,8 @@ def serve(
                            canary_share=canary_share)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     app = create_app(router, poll_interval=poll_interval)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    with _delivering(store):
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
 def predict(
@@ -116,6 +121,22 @@ def predict(
         _render.fail(f"{input_}: {exc}" if isinstance(exc, DataError) else str(exc), 1)
     typer.echo(f"{rows} rows scored by {version.model_name} version {version.version} "
                f"({served.runtime}) -> {output}")
+
+
+@contextmanager
+def _delivering(store: Store) -> Iterator[None]:
+    """A deliverer loop in a background thread for as long as the block runs."""
+    from trainforge.events import Deliverer
+
+    stop = threading.Event()
+    thread = threading.Thread(target=Deliverer(store, os.environ).run, args=(stop,),
+                              name="trainforge-deliverer", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _check_runtime(runtime: str) -> None:

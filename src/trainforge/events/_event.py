@@ -4,6 +4,9 @@
     model.promotion_refused   a promotion's gates refused it (the version kept its stage)
     data.validation_failed    a run's data broke its schema contract (whatever `on_fail` did)
     data.drift_detected       a run's data drifted from its reference beyond the thresholds
+
+Model events are about their model (kept in order per model); data events about their run
+(kept in order per run).
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from trainforge.entities import StageChange, StageOutcome
+from trainforge.entities import (
+    DRIFT_DETECTED,
+    PROMOTION_REFUSED,
+    STAGE_CHANGED,
+    VALIDATION_FAILED,
+    OutboxEvent,
+    StageChange,
+    StageOutcome,
+)
 
-STAGE_CHANGED = "model.stage_changed"
-PROMOTION_REFUSED = "model.promotion_refused"
-VALIDATION_FAILED = "data.validation_failed"
-DRIFT_DETECTED = "data.drift_detected"
 KNOWN_EVENTS = (STAGE_CHANGED, PROMOTION_REFUSED, VALIDATION_FAILED, DRIFT_DETECTED)
 
 
@@ -57,3 +64,10 @@ def data_event(name: str, *, run_id: str, experiment_id: str, source: str,
     return Event(name, {"run_id": run_id, "experiment_id": experiment_id, "source": source,
                         "data_version_id": data_version_id, "summary": summary,
                         "report": report})
+
+
+def outbox_event(stored: OutboxEvent) -> Event:
+    """The event the outbox holds, as sent: a stage change's built from its history entry,
+    any other with its stored data; the id and time are the stored ones."""
+    data = stored.data if stored.stage_change is None else stage_event(stored.stage_change).data
+    return Event(stored.name, data, event_id=stored.event_id, occurred_at=stored.occurred_at)

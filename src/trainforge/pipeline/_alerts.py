@@ -1,39 +1,51 @@
-"""Data alerts of a pipeline run: each one a warning in the log and a POST to the webhooks
-subscribed to its event (`trainforge webhooks add URL --events data.validation_failed`).
+"""Data alerts of a pipeline run: each one a warning in the log, and an event written to the
+outbox with the run's record of it (`trainforge webhooks add URL --events
+data.validation_failed`; a deliverer sends it).
 
 Rules:
-- An alert never changes how the run goes: a delivery that fails is logged (and recorded as a
-  webhook delivery); a store that cannot list the subscriptions is logged too.
-- Deliveries run in the run's process within the notifier's time budget (`RetryPolicy`).
+- An alert records the step's tags on the run (`validation`, `drift`) and writes its event in
+  one unit of work (`OutboxStore.set_tags_and_announce`): the record and its event are stored
+  together or not at all. Nothing is sent from the run's process.
+- An alert never changes how the run goes: a store that cannot take the event gets the tags
+  through the run (spilled and replayed as any other record while the database is away) and
+  the alert is logged as not written.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable
+from typing import Any, Protocol
 
 from trainforge.errors import TrainforgeError
-from trainforge.events import Event, WebhookNotifier
-from trainforge.storage.contracts import WebhookStore
+from trainforge.events import Event
+from trainforge.storage.contracts import OutboxStore
+from trainforge.tracking import RunRecorder
 
 log = logging.getLogger("trainforge")
 
-Alert = Callable[[Event], None]
+
+class Alert(Protocol):
+    """Record `tags` on `run` and announce `event` about it, together."""
+
+    def __call__(self, run: RunRecorder, tags: dict[str, Any], event: Event) -> None: ...
 
 
 class DataAlerts:
-    """Announce data events: a log warning, then the subscribed webhooks (none without a
-    store)."""
+    """Announce data events: a log warning, then the tags and the event written together (the
+    tags alone without a store)."""
 
-    def __init__(self, store: WebhookStore | None) -> None:
-        self._notifier = None if store is None else WebhookNotifier(store, os.environ)
+    def __init__(self, store: OutboxStore | None) -> None:
+        self._store = store
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, run: RunRecorder, tags: dict[str, Any], event: Event) -> None:
         log.warning("alert %s: %s", event.name, event.data.get("summary", ""))
-        if self._notifier is None:
+        if self._store is None:
+            run.set_tags(tags)
             return
         try:
-            self._notifier.publish(event)
+            self._store.set_tags_and_announce(run.run_id, tags, event.name, event.data,
+                                              event_id=event.event_id,
+                                              occurred_at=event.occurred_at)
         except TrainforgeError as exc:
-            log.warning("alert %s was not delivered: %s", event.name, exc)
+            log.warning("alert %s was not written to the outbox: %s", event.name, exc)
+            run.set_tags(tags)

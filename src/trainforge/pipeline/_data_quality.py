@@ -9,8 +9,8 @@ Rules:
   the production version of `data.drift.model` (default: `registry.model_name`). With no
   reference, or a reference without a stored profile, the step logs why and records the
   `drift` tag as skipped. A drift report goes to the `data/drift.json` artifact and the `drift`
-  tag; drift fires the `data.drift_detected` alert and, with `on_drift: fail`, stops the run
-  (`DataDriftError`).
+  tag; drift fires the `data.drift_detected` alert (which records the tag with its event)
+  and, with `on_drift: fail`, stops the run (`DataDriftError`).
 """
 
 from __future__ import annotations
@@ -71,16 +71,18 @@ def drift(spec: DataSpec, registry_spec: RegistrySpec | None, data: DataReposito
     report = compute_drift(reference, profile, settings.thresholds)
     body = {"reference": reference_id, "current": read.fingerprint, **report.to_dict()}
     run.put_artifact(DRIFT_ARTIFACT, json.dumps(body, indent=2).encode())
-    run.set_tags({"drift": {"checked": True, "drifted": report.drifted,
-                            "reference": reference_id, "columns": report.drifted_columns}})
+    tags = {"drift": {"checked": True, "drifted": report.drifted, "reference": reference_id,
+                      "columns": report.drifted_columns}}
+    if not report.drifted or alert is None:
+        run.set_tags(tags)
     if report.drifted:
         summary = report.summary()
         if alert is not None:
-            alert(data_event(DRIFT_DETECTED, run_id=run.run_id,
-                             experiment_id=run.info().experiment_id, source=read.source,
-                             data_version_id=read.fingerprint,
-                             summary=f"{read.source}: {summary.splitlines()[0]}",
-                             report=body))
+            alert(run, tags, data_event(DRIFT_DETECTED, run_id=run.run_id,
+                                        experiment_id=run.info().experiment_id,
+                                        source=read.source, data_version_id=read.fingerprint,
+                                        summary=f"{read.source}: {summary.splitlines()[0]}",
+                                        report=body))
         if settings.on_drift == "fail":
             raise DataDriftError(f"{read.source}: the data drifted from data version "
                                  f"{reference_id}\n{summary}", report)

@@ -157,16 +157,18 @@ def _from(raw: IngestResult, start: int) -> Callable[[int], str]:
 def record_validation(run: RunRecorder, report: ValidationReport, source: str,
                       data_version_id: str, alert: Alert | None, quarantined: int = 0) -> None:
     """The contract's report as `validation/report.json` and the `validation` tag; a broken
-    contract announced through `alert`."""
+    contract announced through `alert`, which records the tag with its event."""
     run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
-    run.set_tags({"validation": {"passed": report.passed, "violations": len(report.violations),
-                                 "quarantined": quarantined}})
-    if not report.passed and alert is not None:
-        summary = report.summary().splitlines()[0]
-        alert(data_event(VALIDATION_FAILED, run_id=run.run_id,
-                         experiment_id=run.info().experiment_id,
-                         source=source, data_version_id=data_version_id,
-                         summary=f"{source}: {summary}", report=report.to_dict()))
+    tags = {"validation": {"passed": report.passed, "violations": len(report.violations),
+                           "quarantined": quarantined}}
+    if report.passed or alert is None:
+        run.set_tags(tags)
+        return
+    summary = report.summary().splitlines()[0]
+    alert(run, tags, data_event(VALIDATION_FAILED, run_id=run.run_id,
+                                experiment_id=run.info().experiment_id, source=source,
+                                data_version_id=data_version_id,
+                                summary=f"{source}: {summary}", report=report.to_dict()))
 
 
 def split(spec: DataSpec, raw: IngestResult, validation: ValidationReport | None) -> dict[str, Any]:

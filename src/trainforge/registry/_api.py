@@ -10,7 +10,9 @@ A promotion:
    `GatesFailed`; otherwise the store moves the version (and archives the stage's holder) in
    one transaction, checking that nothing changed since step 2 (else `Conflict`, nothing
    written: of two concurrent promotions one wins);
-4. the committed change is announced to webhooks (`notifier`), within the notifier's budget.
+4. the store writes the event of each history entry (promoted, replaced, refused) to the
+   outbox in the transaction that adds the entry; a deliverer sends them to webhooks later
+   (`trainforge.events.Deliverer`), so a promotion never waits for a receiver.
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trainforge.entities import ModelStage, ModelVersion, StageChange, WebhookDelivery
+from trainforge.entities import ModelStage, ModelVersion, StageChange
 from trainforge.errors import GatesFailed, NotFound, PromotionError
 from trainforge.registry._gating import measure_gates
 from trainforge.registry._stages import SINGLE_HOLDER_STAGES, check_move
-from trainforge.storage.contracts import RegistryStore, RunStore, all_items
+from trainforge.storage.contracts import RegistryStore, RunStore
 
 if TYPE_CHECKING:
-    from trainforge.events import WebhookNotifier
     from trainforge.storage.artifacts import ArtifactStore
 
 _ALIAS = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
@@ -38,12 +39,11 @@ class PromotionStore(RegistryStore, RunStore, Protocol):
 
 @dataclass(frozen=True)
 class Promotion:
-    """A committed promotion: its history entry (gate report included), the version it moved
-    out of the stage (None when the stage was empty), and the webhook delivery attempts."""
+    """A committed promotion: its history entry (gate report included) and the version it
+    moved out of the stage (None when the stage was empty)."""
 
     change: StageChange
     replaced: str | None
-    deliveries: tuple[WebhookDelivery, ...] = ()
 
     @property
     def gate_report(self) -> list[dict[str, Any]]:
@@ -53,7 +53,6 @@ class Promotion:
 def promote(
     store: PromotionStore, artifacts: ArtifactStore, model_name: str, version: str,
     to: ModelStage | str, *, reason: str = "", force: bool = False, user: str = "",
-    notifier: WebhookNotifier | None = None,
 ) -> Promotion:
     """Move version `version` of `model_name` to stage `to` if its gates pass (or `force`,
     with a `reason`); see the module docstring. `PromotionError` for a move not allowed,
@@ -70,9 +69,8 @@ def promote(
     report = [outcome.to_dict() for outcome in outcomes]
     failed = [outcome for outcome in outcomes if not outcome.passed]
     if failed and not force:
-        refusal = store.record_refusal(model_name, candidate.version, target, user=user,
-                                       reason=reason, gate_report=report)
-        _announce(notifier, [refusal])
+        store.record_refusal(model_name, candidate.version, target, user=user, reason=reason,
+                             gate_report=report)
         lines = "\n".join(f"  {outcome.gate}: {outcome.message}" for outcome in failed)
         raise GatesFailed(
             f"model {model_name!r} version {candidate.version}: promotion to {target.value} "
@@ -82,12 +80,7 @@ def promote(
         model_name, candidate.version, target, expected_from=candidate.stage,
         expected_holder=None if holder is None else holder.version, user=user, reason=reason,
         forced=bool(failed), gate_report=report)
-    changes = [change]
-    if holder is not None:
-        changes.insert(0, all_items(lambda cursor: store.list_stage_changes(
-            model_name, holder.version, cursor=cursor))[-1])
-    deliveries = _announce(notifier, changes)
-    return Promotion(change, None if holder is None else holder.version, tuple(deliveries))
+    return Promotion(change, None if holder is None else holder.version)
 
 
 def resolve_version(store: RegistryStore, model_name: str, ref: str) -> ModelVersion:
@@ -119,11 +112,3 @@ def set_alias(store: RegistryStore, model_name: str, alias: str, version: str) -
     store.set_alias(model_name, alias, target.version)
     return target
 
-
-def _announce(notifier: WebhookNotifier | None,
-              changes: list[StageChange]) -> list[WebhookDelivery]:
-    if notifier is None:
-        return []
-    from trainforge.events import stage_event
-
-    return [delivery for change in changes for delivery in notifier.publish(stage_event(change))]

@@ -68,7 +68,6 @@ from trainforge.storage import (
     sql_pipeline_runs,
     sql_registry,
 )
-from trainforge.storage.sql_outbox import SqlOutbox
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page, StepOutputs
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
@@ -84,6 +83,7 @@ from trainforge.storage.records import (
     to_stage_change,
     to_webhook,
 )
+from trainforge.storage.sql_outbox import SqlOutbox
 from trainforge.storage.sql_pages import OrderKey, fetch_page
 from trainforge.storage.sql_search import newest_first, search_query
 from trainforge.storage.tables import (
