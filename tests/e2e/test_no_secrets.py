@@ -80,7 +80,7 @@ def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3
     run_id = json.loads(ran.stdout)["run_id"]
     outputs = [ran.stdout, ran.stderr, hooked.stdout, hooked.stderr]
     for args in (["models", "promote", "fraud_detector", "1", "--to", "canary", "--reason", "r"],
-                 ["webhooks", "list"], ["webhooks", "deliveries"],
+                 ["webhooks", "deliver"], ["webhooks", "list"], ["webhooks", "deliveries"],
                  ["models", "history", "fraud_detector", "--json"],
                  ["runs", "show", run_id, "--json"], ["runs", "show", run_id],
                  ["runs", "list"], ["checkpoints", "list", run_id, "--json"]):
@@ -88,8 +88,8 @@ def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3
         outputs += [done.stdout, done.stderr]
     assert json.loads(outputs[-2]), "the checkpoints are listed with credentials from the env"
 
-    assert "ConnectError" in outputs[8], "the deliveries were attempted and logged"
-    shown = json.loads(outputs[12])
+    assert "ConnectError" in outputs[10], "the deliveries were attempted and logged"
+    shown = json.loads(outputs[14])
     assert shown["params"]["training"]["checkpoint"]["storage_options"] == {
         "client_kwargs": endpoint}
     assert shown["params"]["data"]["storage_options"] == {"client_kwargs": endpoint}

@@ -1,5 +1,6 @@
-"""Data that breaks its contract fires an alert: a warning in the log and a signed POST to the
-webhooks subscribed to `data.validation_failed`, whether the run stops or goes on."""
+"""Data that breaks its contract fires an alert: a warning in the log and an event in the
+outbox, which a deliverer sends as a signed POST to the webhooks subscribed to
+`data.validation_failed`, whether the run stops or goes on."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ from home import home_store
 from webhook_receiver import SECRET, Receiver, serve
 
 from trainforge.errors import RunFailed
-from trainforge.events import subscribe
+from trainforge.events import Deliverer, subscribe
 from trainforge.pipeline import run_pipeline
+
+
+def _deliver(receiver: Receiver) -> None:
+    """The run sent nothing itself; a deliverer sends what it wrote to the outbox."""
+    assert receiver.received == []
+    Deliverer(home_store(), {"HOOK_SECRET": SECRET}).run_once()
 
 
 @pytest.fixture
@@ -39,6 +46,7 @@ def test_a_broken_contract_posts_a_signed_alert_and_logs_it(
     with caplog.at_level(logging.WARNING, logger="trainforge"), pytest.raises(RunFailed) as failed:
         run_pipeline(fraud_project / "pipeline.yaml")
 
+    _deliver(receiver)
     [(body, signed, headers)] = receiver.received
     assert signed and headers["X-Trainforge-Event"] == "data.validation_failed"
     data = body["data"]
@@ -60,6 +68,7 @@ def test_a_passing_contract_sends_nothing(fraud_project: Path, receiver: Receive
 
     run_pipeline(fraud_project / "pipeline.yaml", ["training.epochs=1", "registry=null"])
 
+    _deliver(receiver)
     assert receiver.received == []
 
 
@@ -90,5 +99,6 @@ def test_quarantine_sets_the_offending_rows_aside_and_the_run_goes_on(
     assert located["transaction_id"] == quarantined["transaction_id"].iloc[0]
     golden = pd.read_parquet(home_artifacts().open(run.run_id, "evaluation/test.parquet"))
     assert len(golden) > 0 and (golden["amount"] <= 100).all(), "later steps got the rest"
+    _deliver(receiver)
     [(body, _, _)] = receiver.received
     assert body["data"]["run_id"] == run.run_id

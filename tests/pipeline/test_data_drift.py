@@ -15,7 +15,7 @@ from webhook_receiver import SECRET, Receiver, serve
 
 from trainforge.entities import ModelStage
 from trainforge.errors import DataDriftError, RunFailed
-from trainforge.events import subscribe
+from trainforge.events import Deliverer, subscribe
 from trainforge.pipeline import run_pipeline
 from trainforge.profiles._stored import load_profile
 
@@ -67,6 +67,8 @@ def test_drift_from_a_named_version_fails_the_run_and_alerts(
     run = home_store().get_run(failed.value.run_id)
     assert run.tags["drift"]["drifted"] and "amount" in run.tags["drift"]["columns"]
     assert run.tags["drift"]["reference"] == reference
+    assert receiver.received == [], "the run sent nothing itself"
+    Deliverer(home_store(), {"HOOK_SECRET": SECRET}).run_once()
     [(body, signed, _)] = receiver.received
     assert signed and body["event"] == "data.drift_detected"
     assert body["data"]["report"]["reference"] == reference

@@ -47,7 +47,8 @@ def test_demo_version_goes_to_canary_then_production_and_a_worse_one_is_refused(
     canary = json.loads(ok("models", "promote", "fraud_detector", "3", "--to", "canary",
                            "--reason", "shadow 5% of traffic", "--json"))
     assert (canary["from"], canary["to"], canary["user"]) == ("staging", "canary", "ann")
-    assert canary["webhooks_delivered"] == 1
+    delivered = json.loads(ok("webhooks", "deliver", "--json"))
+    assert delivered["delivered"] == 1
     shown = ok("models", "promote", "fraud_detector@canary", "--to", "production",
                "--reason", "canary held for a day")
     assert "fraud_detector version 3 -> production" in shown
@@ -91,6 +92,7 @@ def test_demo_version_goes_to_canary_then_production_and_a_worse_one_is_refused(
         "data.source", "data.contract", "evaluation.slices", "evaluation.plots"}
     assert "version 2" in ok("models", "diff", "fraud_detector", "2", "3")
 
+    ok("webhooks", "deliver")
     events = [(body["data"]["version"], body["data"]["to"], signed)
               for body, signed, _ in receiver.received]
     assert events == [("3", "canary", True), ("3", "production", True)]

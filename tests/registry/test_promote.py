@@ -19,7 +19,7 @@ from trainforge.config import Settings
 from trainforge.entities import ModelStage as S
 from trainforge.entities import StageOutcome
 from trainforge.errors import GatesFailed, NotFound, PromotionError
-from trainforge.events import RetryPolicy, WebhookNotifier, subscribe
+from trainforge.events import Deliverer, subscribe
 from trainforge.registry import (
     Promotion,
     diff,
@@ -218,13 +218,14 @@ def receiver() -> Iterator[Receiver]:
 def test_a_promotion_is_announced_to_webhooks(store: SqlStore, receiver: Receiver) -> None:
     subscribe(store, receiver.url, ["model.stage_changed", "model.promotion_refused"],
               "HOOK_SECRET")
-    notifier = WebhookNotifier(store, {"HOOK_SECRET": SECRET}, RetryPolicy(budget_s=5))
-    _promote(store, "2", S.PRODUCTION, reason="first", notifier=notifier)
-    done = _promote(store, "1", S.PRODUCTION, reason="better", notifier=notifier)
-    assert [d.delivered for d in done.deliveries] == [True, True]
-    _promote(store, "2", S.STAGING, reason="restore", notifier=notifier)
+    _promote(store, "2", S.PRODUCTION, reason="first")
+    _promote(store, "1", S.PRODUCTION, reason="better")
+    _promote(store, "2", S.STAGING, reason="restore")
     with pytest.raises(GatesFailed):
-        _promote(store, "2", S.PRODUCTION, reason="worse", notifier=notifier)
+        _promote(store, "2", S.PRODUCTION, reason="worse")
+    assert receiver.received == [], "a promotion sends nothing itself"
+    done = Deliverer(store, {"HOOK_SECRET": SECRET}).run_once()
+    assert (done.attempts, done.delivered) == (5, 5)
     events = [(body["event"], body["data"]["version"], body["data"]["to"], signed)
               for body, signed, _ in receiver.received]
     assert events == [
@@ -236,3 +237,16 @@ def test_a_promotion_is_announced_to_webhooks(store: SqlStore, receiver: Receive
     ]
     refused = receiver.received[-1][0]["data"]
     assert refused["outcome"] == "refused" and not _gate(refused["gates"])["passed"]
+
+
+def test_a_promotion_returns_whatever_its_receiver_does(store: SqlStore) -> None:
+    hung = Receiver([200])  # accepts connections, never answers: nothing serves it
+    try:
+        subscribe(store, hung.url, ["model.stage_changed"], "HOOK_SECRET")
+        done = _promote(store, "2", S.PRODUCTION, reason="first")
+    finally:
+        hung.server_close()
+    assert done.change.to_stage is S.PRODUCTION
+    [queued] = store.list_event_deliveries().items
+    assert queued.state.value == "pending" and queued.event.stage_change == done.change
+    assert store.list_deliveries().items == (), "no attempt was made by the promotion"
