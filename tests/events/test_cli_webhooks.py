@@ -98,3 +98,20 @@ def test_the_loop_delivers_until_sigterm(refusing: Receiver) -> None:
     assert loop.returncode == 0, stderr
     assert [body["event_id"] for body in refusing.accepted()] == ["later"]
 
+
+
+def test_serve_delivers_in_a_background_thread_while_it_serves(
+    refusing: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainforge.cli._serving import delivering
+
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    _announce(refusing, 2)
+    store = home_store()
+    with delivering(store) as thread:
+        while len(refusing.accepted()) < 1:
+            assert thread.is_alive()
+            time.sleep(0.05)
+    assert not thread.is_alive(), "the loop stops with the server"
+    assert [d.state for d in store.list_event_deliveries().items] == [
+        DeliveryState.DELIVERED, DeliveryState.DEAD]

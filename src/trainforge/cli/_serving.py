@@ -97,7 +97,7 @@ def serve(
                            canary_share=canary_share)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     app = create_app(router, poll_interval=poll_interval)
-    with _delivering(store):
+    with delivering(store):
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
@@ -124,8 +124,9 @@ def predict(
 
 
 @contextmanager
-def _delivering(store: Store) -> Iterator[None]:
-    """A deliverer loop in a background thread for as long as the block runs."""
+def delivering(store: Store) -> Iterator[threading.Thread]:
+    """A deliverer loop (`trainforge.events.Deliverer.run`) in a background thread for as long
+    as the block runs; the thread is stopped and joined when it ends."""
     from trainforge.events import Deliverer
 
     stop = threading.Event()
@@ -133,7 +134,7 @@ def _delivering(store: Store) -> Iterator[None]:
                               name="trainforge-deliverer", daemon=True)
     thread.start()
     try:
-        yield
+        yield thread
     finally:
         stop.set()
         thread.join()
