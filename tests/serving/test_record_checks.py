@@ -31,9 +31,14 @@ def test_a_good_record_has_no_problems_and_optional_columns_may_be_absent():
     assert CHECKER.problems([GOOD, {**GOOD, "amount": 2.5, "country": None}]) == []
 
 
+def test_an_integral_float_is_an_integer_as_json_schema_says():
+    assert CHECKER.problems([{**GOOD, "hour": 3.0}, {**GOOD, "hour": -0.0}]) == []
+
+
 @pytest.mark.parametrize(("record", "field", "error"), [
     ({k: v for k, v in GOOD.items() if k != "hour"}, "hour", "missing"),
-    ({**GOOD, "hour": 3.0}, "hour", "expected an integer, got a number 3.0"),
+    ({**GOOD, "hour": 3.5}, "hour", "expected an integer, got a number 3.5"),
+    ({**GOOD, "hour": float("inf")}, "hour", "expected an integer, got a number inf"),
     ({**GOOD, "hour": True}, "hour", "expected an integer, got a boolean"),
     ({**GOOD, "amount": "10"}, "amount", "expected a finite number, got text '10'"),
     ({**GOOD, "amount": float("nan")}, "amount", "expected a finite number, got a number nan"),

@@ -117,20 +117,22 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
             return _json(422, {"detail": problems})
         try:
             predictions = served.predict(records)
+            flagged = sum(1 for prediction in predictions if prediction["flags"])
+            answer = _json(200, {"model": router.model_name, "version": label, "role": role,
+                                 "predictions": predictions, "flagged": flagged})
         except FeatureError as exc:
             metrics.errors.labels(label, "422").inc()
             return _json(422, {"detail": [{"record": exc.record, "field": exc.field,
                                            "error": exc.reason}]})
-        except Exception:  # a fault of the served model: counted, logged, answered 500
+        except Exception:  # a fault of the served model (a NaN score too): counted, logged, 500
             log.exception("serving %s version %s failed", router.model_name, label)
             metrics.errors.labels(label, "500").inc()
             return _error(500, f"version {label} failed to score the records (see the log)")
-        flagged = _count_flags(metrics, label, predictions)
+        _count_flags(metrics, label, predictions)
         metrics.requests.labels(label, role).inc()
         metrics.records.labels(label).inc(len(predictions))
         metrics.latency.labels(label).observe(time.perf_counter() - start)
-        return _json(200, {"model": router.model_name, "version": label, "role": role,
-                           "predictions": predictions, "flagged": flagged})
+        return answer
 
     app.add_route("/predict", predict, methods=["POST"])  # a plain Starlette route: no
     # FastAPI parameter machinery on the hot path
@@ -190,14 +192,10 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _count_flags(metrics: _Metrics, label: str, predictions: list[dict[str, Any]]) -> int:
-    flagged = 0
+def _count_flags(metrics: _Metrics, label: str, predictions: list[dict[str, Any]]) -> None:
     for prediction in predictions:
-        if prediction["flags"]:
-            flagged += 1
-            for flag in prediction["flags"]:
-                metrics.flagged.labels(label, flag["field"], flag["flag"]).inc()
-    return flagged
+        for flag in prediction["flags"]:
+            metrics.flagged.labels(label, flag["field"], flag["flag"]).inc()
 
 
 def _error(status: int, message: str) -> Response:

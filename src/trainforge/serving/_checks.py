@@ -5,9 +5,10 @@ Rules:
 - A request is a non-empty JSON list of objects. Every column the feature pipeline reads is
   required; other contract columns are optional but, when present, must have their type;
   fields the contract does not name are refused unless it allows extra columns.
-- Types, as JSON carries them: int (not true/false), float (a finite int or float), string, bool,
-  datetime (an ISO 8601 string; a datetime in records read from a file). A null is
-  accepted only in a nullable column.
+- Types, as JSON carries them: int (a number with no fractional part, as JSON Schema's
+  integer: 3 or 3.0, not true/false), float (a finite number), string, bool, datetime (an ISO
+  8601 string; a datetime in records read from a file). A null is accepted only in a nullable
+  column.
 - A number in a column the encoder reads as a number must lie within the encoder's `limits`
   (the range its features can hold, float32's): outside them it is refused, naming the limits
   and the contract's own range.
@@ -44,7 +45,7 @@ def _is_datetime(value: Any) -> bool:
 
 
 TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "int": lambda v: type(v) is int,
+    "int": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
     "float": lambda v: type(v) is int or (type(v) is float and math.isfinite(v)),
     "string": lambda v: type(v) is str,
     "bool": lambda v: type(v) is bool,
