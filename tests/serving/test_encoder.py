@@ -12,8 +12,8 @@ from trainforge.config import FeaturesSpec
 from trainforge.errors import FeatureMismatch
 from trainforge.features import FeaturePipeline, Standardize
 from trainforge.serving import FeatureError, check_served_features, compile_encoder
-from trainforge.serving._encoder import FLOAT32_MAX
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 SPEC = FeaturesSpec.model_validate({
     "transforms": [
         {"type": "impute", "columns": ["amount"], "strategy": "median"},
