@@ -1,5 +1,5 @@
 """A real uvicorn server on a free loopback port, run in a thread for the length of a test,
-and records as its clients send them."""
+the router of a trained model's serve app, and records as its clients send them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ import httpx
 import pandas as pd
 import uvicorn
 from fastapi import FastAPI
+from trained_fraud import TrainedFraud
+
+from trainforge.serving import VersionRouter, load_served_version
+
+CANARY_SHARE = 0.1
 
 
 def free_port() -> int:
@@ -56,3 +61,13 @@ def records_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
     rows = frame.assign(ts=frame["ts"].map(lambda t: t.isoformat())).to_dict(orient="records")
     return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
             for row in rows]
+
+
+def router_of(trained: TrainedFraud, runtime: str = "auto",
+              model_name: str = "fraud_detector") -> VersionRouter:
+    """The router `trainforge serve` builds over the trained model's versions."""
+    def load(version):  # type: ignore[no-untyped-def]
+        run = trained.store.get_run(version.run_id)
+        return load_served_version(trained.artifacts, version, run, runtime=runtime)
+
+    return VersionRouter(trained.store, model_name, load, canary_share=CANARY_SHARE, seed=1)

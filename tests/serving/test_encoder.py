@@ -13,6 +13,7 @@ from trainforge.errors import FeatureMismatch
 from trainforge.features import FeaturePipeline, Standardize
 from trainforge.serving import FeatureError, check_served_features, compile_encoder
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 SPEC = FeaturesSpec.model_validate({
     "transforms": [
         {"type": "impute", "columns": ["amount"], "strategy": "median"},
@@ -73,7 +74,8 @@ def test_the_encoder_reads_only_the_pipeline_input_columns(pipeline):
 def test_a_null_left_unfilled_names_the_record_and_feature(pipeline):
     records = _frame(3, 3).to_dict(orient="records")
     records[2]["age"] = None
-    with pytest.raises(FeatureError, match=r"record 2: field 'age'") as caught:
+    with pytest.raises(FeatureError, match=r"record 2: field 'age': is null and no impute "
+                                           r"transform fills it") as caught:
         compile_encoder(pipeline).encode(records)
     assert (caught.value.record, caught.value.field) == (2, "age")
 
@@ -103,3 +105,26 @@ def test_an_unknown_transform_kind_fails_the_golden_check(pipeline, monkeypatch)
     with pytest.raises(FeatureMismatch, match=r"no served encoder for transform kind\(s\) "
                                               r"\['log1p'\]"):
         check_served_features(pipeline, _frame(10, 6), "run-1")
+
+
+@pytest.mark.filterwarnings("error")
+def test_values_at_the_limits_encode_finite_and_past_a_scaled_limit_overflow():
+    frame = pd.DataFrame({"x": np.linspace(0.0, 0.01, 50), "z": np.linspace(0.0, 0.01, 50),
+                          "y": np.linspace(-3.0, 3.0, 50)})
+    spec = FeaturesSpec.model_validate({"transforms": [
+        {"type": "standardize", "columns": ["x", "z"]},  # std < 1: the scaled value binds
+        {"type": "min_max", "columns": ["z"]},            # a chain: each step stays in range
+    ], "passthrough": ["y"]})
+    encoder = compile_encoder(FeaturePipeline.from_spec(spec).fit(frame))
+    assert encoder.limits["y"] == (-FLOAT32_MAX, FLOAT32_MAX)
+    for name in ("x", "z"):
+        low, high = encoder.limits[name]
+        assert -FLOAT32_MAX < low < 0 < high < FLOAT32_MAX
+    at_limits = [{"x": encoder.limits["x"][i], "z": encoder.limits["z"][i],
+                  "y": encoder.limits["y"][i]} for i in (0, 1)]
+    for encode in (encoder.encode_rows, encoder.encode_columns):
+        assert np.isfinite(encode(at_limits)).all()
+    past = [{"x": encoder.limits["x"][1] * (1 + 1e-6), "z": 0.0, "y": 0.0}]
+    for encode in (encoder.encode_rows, encoder.encode_columns):
+        with pytest.raises(FeatureError, match=r"record 0: field 'x': is beyond float32's range"):
+            encode(past)

@@ -2,15 +2,20 @@
 `VersionRouter`.
 
 Rules:
-- `POST /predict` takes a JSON list of raw records. A body over `max_body_bytes` is 413; body
-  that is not JSON, not a non-empty list of objects, or records that break the contract are
-  422 with `detail`: a list of `{record, field, error}`; no production version is 503. Every
-  error leaves the server answering.
+- `POST /predict` takes a JSON list of raw records, sent as `Content-Type: application/json`.
+  Every refusal is `{"detail": [{record, field, error}]}` (`record`: the index in the list, from
+  0; null with `field` where the body is at fault): no production version 503, another media
+  type 415, a body over `max_body_bytes` 413, a body that is not JSON (or nests too deep) 400,
+  a body that is not a non-empty list of objects or records that break the contract or the
+  encoder's limits 422. A client error logs nothing; only a fault of the served model is 500,
+  logged. Every error leaves the server answering.
 - The answer names the model, version and role (production or canary) that answered, one
   prediction per record with its `flags`, and `flagged`, the number of flagged records.
 - An `X-Request-ID` header routes by its hash (sticky); without it, by a seeded draw.
 - The request path is a plain Starlette route: it parses with the standard library's json,
   checks with plain Python and encodes with the served encoder: no pydantic model per record.
+- The OpenAPI document (`/openapi.json`) describes `/predict` from the production version's
+  contract (`serving._openapi`), rebuilt when the served versions change.
 - `/metrics` (Prometheus text) counts requests, records, errors and flagged inputs, and
   times requests, each labelled by version; the app owns its registry of metrics.
 - The app's lifespan starts the router's poll thread and stops it on shutdown.
@@ -27,7 +32,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -37,6 +43,7 @@ from prometheus_client import (
 )
 
 from trainforge.serving._encoder import FeatureError
+from trainforge.serving._openapi import HealthAnswer, MetadataAnswer, predict_operation
 from trainforge.serving._router import VersionRouter
 
 log = logging.getLogger("trainforge")
@@ -78,7 +85,9 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
         stop.set()
         poller.join()
 
-    app = FastAPI(title=f"trainforge serving {router.model_name}", lifespan=lifespan)
+    app = FastAPI(title=f"trainforge serving {router.model_name}", lifespan=lifespan,
+                  description=f"Scores raw records with model {router.model_name!r}: its "
+                              f"production version, and its canary for a share of requests.")
 
     async def predict(request: Request) -> Response:
         start = time.perf_counter()
@@ -88,6 +97,11 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
             return _error(503, f"no production version of model {router.model_name!r}")
         served, role = chosen
         label = served.label
+        media_type = request.headers.get("content-type", "")
+        if media_type.partition(";")[0].strip().lower() != "application/json":
+            metrics.errors.labels(label, "415").inc()
+            return _error(415, f"expected Content-Type application/json, got "
+                               f"{media_type or 'none'}")
         body = await _read_body(request, max_body_bytes)
         if body is None:
             metrics.errors.labels(label, "413").inc()
@@ -95,53 +109,72 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
         try:
             records = json.loads(body)
         except (ValueError, RecursionError) as exc:
-            metrics.errors.labels(label, "422").inc()
-            return _detail([{"record": None, "field": None,
-                             "error": f"body is not valid JSON: {exc}"}])
+            metrics.errors.labels(label, "400").inc()
+            return _error(400, f"body is not valid JSON: {exc}")
         problems = served.checker.problems(records)
         if problems:
             metrics.errors.labels(label, "422").inc()
-            return _detail(problems)
+            return _json(422, {"detail": problems})
         try:
             predictions = served.predict(records)
+            flagged = sum(1 for prediction in predictions if prediction["flags"])
+            answer = _json(200, {"model": router.model_name, "version": label, "role": role,
+                                 "predictions": predictions, "flagged": flagged})
         except FeatureError as exc:
             metrics.errors.labels(label, "422").inc()
-            return _detail([{"record": exc.record, "field": exc.field, "error": str(exc)}])
-        except Exception:  # a fault of the served model: counted, logged, answered 500
+            return _json(422, {"detail": [{"record": exc.record, "field": exc.field,
+                                           "error": exc.reason}]})
+        except Exception:  # a fault of the served model (a NaN score too): counted, logged, 500
             log.exception("serving %s version %s failed", router.model_name, label)
             metrics.errors.labels(label, "500").inc()
             return _error(500, f"version {label} failed to score the records (see the log)")
-        flagged = _count_flags(metrics, label, predictions)
+        _count_flags(metrics, label, predictions)
         metrics.requests.labels(label, role).inc()
         metrics.records.labels(label).inc(len(predictions))
         metrics.latency.labels(label).observe(time.perf_counter() - start)
-        answer = {"model": router.model_name, "version": label, "role": role,
-                  "predictions": predictions, "flagged": flagged}
-        return Response(json.dumps(answer), media_type="application/json")
+        return answer
 
     app.add_route("/predict", predict, methods=["POST"])  # a plain Starlette route: no
     # FastAPI parameter machinery on the hot path
 
-    @app.get("/health")
+    @app.get("/health", response_model=HealthAnswer,
+             responses={503: {"model": HealthAnswer, "description": "No production version"}})
     def health() -> Response:
         served = router.served
         versions = {"production": served.production.label if served.production else None,
                     "canary": served.canary.label if served.canary else None}
         status = 200 if served.production is not None else 503
-        return JSONResponse({"status": "ok" if status == 200 else "no production version",
-                             "model": router.model_name, "versions": versions}, status)
+        return _json(status, {"status": "ok" if status == 200 else "no production version",
+                              "model": router.model_name, "versions": versions})
 
-    @app.get("/metadata")
+    @app.get("/metadata", response_model=MetadataAnswer)
     def metadata() -> dict[str, Any]:
         served = router.served
         return {"model": router.model_name, "canary_share": router.canary_share,
                 "production": served.production.metadata if served.production else None,
                 "canary": served.canary.metadata if served.canary else None}
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=PlainTextResponse, responses={200: {
+        "description": "Prometheus text exposition format",
+        "content": {"text/plain": {"schema": {"type": "string"}}}}})
     def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    documents: dict[tuple[str | None, str | None], dict[str, Any]] = {}
+
+    def openapi() -> dict[str, Any]:
+        served = router.served
+        key = (served.production.label if served.production else None,
+               served.canary.label if served.canary else None)
+        if key not in documents:
+            document = get_openapi(title=app.title, version=app.version, routes=app.routes,
+                                   description=app.description)
+            document["paths"]["/predict"] = predict_operation(served.production, served.canary)
+            documents.clear()
+            documents[key] = document
+        return documents[key]
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 
@@ -159,19 +192,17 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _count_flags(metrics: _Metrics, label: str, predictions: list[dict[str, Any]]) -> int:
-    flagged = 0
+def _count_flags(metrics: _Metrics, label: str, predictions: list[dict[str, Any]]) -> None:
     for prediction in predictions:
-        if prediction["flags"]:
-            flagged += 1
-            for flag in prediction["flags"]:
-                metrics.flagged.labels(label, flag["field"], flag["flag"]).inc()
-    return flagged
+        for flag in prediction["flags"]:
+            metrics.flagged.labels(label, flag["field"], flag["flag"]).inc()
 
 
 def _error(status: int, message: str) -> Response:
-    return JSONResponse({"detail": [{"record": None, "field": None, "error": message}]}, status)
+    return _json(status, {"detail": [{"record": None, "field": None, "error": message}]})
 
 
-def _detail(problems: list[dict[str, Any]]) -> Response:
-    return JSONResponse({"detail": problems}, 422)
+def _json(status: int, payload: dict[str, Any]) -> Response:
+    """JSON as the standard says: ASCII-escaped (a field name may be a lone surrogate) and
+    never NaN or Infinity."""
+    return Response(json.dumps(payload, allow_nan=False), status, media_type="application/json")

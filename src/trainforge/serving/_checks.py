@@ -5,9 +5,13 @@ Rules:
 - A request is a non-empty JSON list of objects. Every column the feature pipeline reads is
   required; other contract columns are optional but, when present, must have their type;
   fields the contract does not name are refused unless it allows extra columns.
-- Types, as JSON carries them: int (not true/false), float (a finite int or float), string, bool,
-  datetime (an ISO 8601 string; a datetime in records read from a file). A null is
-  accepted only in a nullable column.
+- Types, as JSON carries them: int (a number with no fractional part, as JSON Schema's
+  integer: 3 or 3.0, not true/false), float (a finite number), string, bool, datetime (an ISO
+  8601 string; a datetime in records read from a file). A null is accepted only in a nullable
+  column.
+- A number in a column the encoder reads as a number must lie within the encoder's `limits`
+  (the range its features can hold, float32's): outside them it is refused, naming the limits
+  and the contract's own range.
 - A contract's `min`/`max`/`allowed` and the profile are not refusals: a value outside the
   profile's range, or a category the model never learned (encoded as `__other__`), is flagged
   on its record (`out_of_range`, `unseen_category`).
@@ -40,8 +44,8 @@ def _is_datetime(value: Any) -> bool:
     return True
 
 
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "int": lambda v: type(v) is int,
+TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
     "float": lambda v: type(v) is int or (type(v) is float and math.isfinite(v)),
     "string": lambda v: type(v) is str,
     "bool": lambda v: type(v) is bool,
@@ -60,17 +64,18 @@ class RecordChecker:
     allow_extra: bool
     ranges: Mapping[str, tuple[float, float]]
     categories: Mapping[str, frozenset[Any]]
+    limits: Mapping[str, tuple[float, float]]
 
     @classmethod
-    def build(cls, contract: SchemaContract, required: list[str],
-              profile: Mapping[str, Any]) -> RecordChecker:
+    def build(cls, contract: SchemaContract, required: list[str], profile: Mapping[str, Any],
+              limits: Mapping[str, tuple[float, float]]) -> RecordChecker:
         columns: Mapping[str, Mapping[str, Any]] = profile.get("columns", {})
         ranges = {c: (float(p["min"]), float(p["max"])) for c, p in columns.items()
                   if "min" in p and "max" in p}
         categories = {c: frozenset(p["categories"]) for c, p in columns.items()
                       if "categories" in p}
         return cls(dict(contract.columns), tuple(required), contract.allow_extra_columns,
-                   ranges, categories)
+                   ranges, categories, dict(limits))
 
     def problems(self, body: Any) -> list[Problem]:
         """What makes the request body unusable (empty when it is fine)."""
@@ -99,9 +104,13 @@ class RecordChecker:
             elif value is None:
                 if not rule.nullable:
                     found.append(_problem(index, name, "is null; the contract says not null"))
-            elif not _TYPE_CHECKS[rule.type](value):
+            elif not TYPE_CHECKS[rule.type](value):
                 found.append(_problem(index, name, f"expected {_EXPECTED[rule.type]}, got "
-                                                   f"{_json_type(value)} {value!r:.40}"))
+                                                   f"{_json_type(value)}{_shown(value)}"))
+            elif name in self.limits and _is_number(value):
+                low, high = self.limits[name]
+                if not low <= value <= high:
+                    found.append(_problem(index, name, _beyond(value, low, high, rule)))
         return found
 
     def flags(self, records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -121,6 +130,36 @@ class RecordChecker:
                     and value not in seen:
                 flags.append({"field": name, "flag": "unseen_category", "value": value})
         return flags
+
+
+def _beyond(value: float, low: float, high: float, rule: ColumnRule) -> str:
+    shown = (f"an integer of {len(str(abs(value)))} digits"
+             if isinstance(value, int) and abs(value) >= 10**20 else repr(value))
+    message = (f"{shown} is beyond what the model's features can hold: expected a number from "
+               f"{low!r} to {high!r}")
+    if rule.min is not None and rule.max is not None:
+        expects = f"{_plain(rule.min)} to {_plain(rule.max)}"
+    elif rule.min is not None:
+        expects = f"at least {_plain(rule.min)}"
+    elif rule.max is not None:
+        expects = f"at most {_plain(rule.max)}"
+    else:
+        return message
+    return (f"{message} (the input contract expects {expects}; a value outside that but within "
+            f"these limits is scored and flagged)")
+
+
+def _plain(number: float) -> str:
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _shown(value: Any) -> str:
+    """The value as the error shows it: scalars only (a nested list may be too deep to print)."""
+    return "" if isinstance(value, (list, dict)) else f" {value!r:.40}"
 
 
 def _problem(record: int | None, field: str | None, error: str) -> Problem:

@@ -11,7 +11,11 @@ Rules:
 - A null is `None` or a float NaN. Numeric columns come in as float64 (NaN for nulls); one-hot
   matches a value by equality and hash as pandas does (3 matches 3.0), anything else (unseen or
   null) sets `<column>=__other__`.
-- A NaN or inf left in the matrix is a `FeatureError` naming the record and the feature.
+- A NaN or inf left in the matrix (an unfilled null, or a value beyond `limits`) is a
+  `FeatureError` naming the record and the feature, never a numpy warning.
+- `limits` bound each numeric input: the value, and every value a standardize or min_max makes
+  of it, must lie within float32's range, so that no feature overflows. Records are checked
+  against them before encoding (`RecordChecker`), which names the limits.
 - A compiled encoder only reads its state: one instance serves every thread.
 """
 
@@ -32,6 +36,7 @@ _Apply = Callable[[Columns], Columns]
 _ApplyRow = Callable[[Values], None]
 _NUMERIC_KINDS = ("standardize", "min_max")
 ROW_PATH_MAX = 8  # up to this many records, plain Python per record beats numpy's overhead
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class FeatureError(DataError):
@@ -51,8 +56,9 @@ def is_null(value: Any) -> bool:
 class ServedEncoder:
     """Raw records to the model's float32 features, exactly as the fitted pipeline does.
 
-    `inputs` are the raw columns it reads, `numeric` those of them read as numbers, and
-    `feature_names` the matrix's columns in order.
+    `inputs` are the raw columns it reads, `numeric` those of them read as numbers,
+    `feature_names` the matrix's columns in order and `limits` the (low, high) each numeric
+    input must lie within.
     """
 
     inputs: tuple[str, ...]
@@ -60,9 +66,11 @@ class ServedEncoder:
     feature_names: tuple[str, ...]
     steps: tuple[_Apply, ...]
     row_steps: tuple[_ApplyRow, ...]
+    limits: Mapping[str, tuple[float, float]]
 
     def encode(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        """The (records, features) float32 matrix; records must hold every input column."""
+        """The (records, features) float32 matrix; records must hold every input column, each
+        numeric one within its `limits`."""
         if len(records) <= ROW_PATH_MAX:
             return self.encode_rows(records)
         return self.encode_columns(records)
@@ -70,12 +78,13 @@ class ServedEncoder:
     def encode_columns(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """`encode` through numpy columns."""
         columns = {name: self._column(records, name) for name in self.inputs}
-        for step in self.steps:
-            columns.update(step(columns))
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: a FeatureError below
+            for step in self.steps:
+                columns.update(step(columns))
         matrix = np.empty((len(records), len(self.feature_names)), dtype=np.float64)
         for index, name in enumerate(self.feature_names):
             matrix[:, index] = _as_float(columns[name])
-        return self._finite(matrix.astype(np.float32))
+        return self._finite(matrix)
 
     def encode_rows(self, records: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """`encode` through plain Python values, record by record."""
@@ -87,14 +96,18 @@ class ServedEncoder:
                 step(values)
             rows.append([_number(values[name]) for name in self.feature_names])
         matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(self.feature_names))
-        return self._finite(matrix.astype(np.float32))
+        return self._finite(matrix)
 
-    def _finite(self, matrix: np.ndarray) -> np.ndarray:
+    def _finite(self, features: np.ndarray) -> np.ndarray:
+        """The float64 features as float32, or a FeatureError where one is not finite."""
+        with np.errstate(over="ignore"):
+            matrix = features.astype(np.float32)
         if not np.isfinite(matrix).all():
             row, col = np.argwhere(~np.isfinite(matrix))[0]
-            raise FeatureError(int(row), self.feature_names[col],
-                               "is null or not finite after the feature transforms "
-                               "(no impute transform fills it)")
+            reason = ("is null and no impute transform fills it" if np.isnan(features[row, col])
+                      else "is beyond float32's range after the feature transforms (its input "
+                           "is beyond the encoder's limits)")
+            raise FeatureError(int(row), self.feature_names[col], reason)
         return matrix
 
     def _column(self, records: Sequence[Mapping[str, Any]], name: str) -> np.ndarray:
@@ -134,8 +147,9 @@ def compile_encoder(pipeline: Any) -> ServedEncoder:
         row_steps.append(_ROW_COMPILERS[item["kind"]](item["columns"], item["state"],
                                                       frozenset(is_numeric)))
         is_numeric = _numeric_after(item, is_numeric)
-    return ServedEncoder(tuple(inputs), frozenset(numeric & set(inputs)),
-                         tuple(pipeline.feature_names), steps, tuple(row_steps))
+    numeric_inputs = frozenset(numeric & set(inputs))
+    return ServedEncoder(tuple(inputs), numeric_inputs, tuple(pipeline.feature_names), steps,
+                         tuple(row_steps), _limits(transforms, numeric_inputs))
 
 
 def check_served_features(pipeline: Any, golden: Any, run_id: str) -> None:
@@ -179,6 +193,37 @@ def _reads_numbers(item: dict[str, Any]) -> bool:
         fills = item["state"]["fill"].values()
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in fills)
     return False
+
+
+def _limits(transforms: list[dict[str, Any]],
+            numeric: frozenset[str]) -> dict[str, tuple[float, float]]:
+    """Per numeric input: the values for which it and each scaling of it stay in float32's
+    range. A scaling is y = (x - shift) / scale with scale > 0, so y in [-M, M] is x in
+    [shift - M * scale, shift + M * scale]; a chain is inverted from its last step back."""
+    scalings: dict[str, list[tuple[float, float]]] = {name: [] for name in numeric}
+    for item in transforms:
+        if item["kind"] in _NUMERIC_KINDS:
+            for column in item["columns"]:
+                if column in scalings:
+                    scalings[column].append(_scaling(item, column))
+    limits = {}
+    for name, chain in scalings.items():
+        low, high = -FLOAT32_MAX, FLOAT32_MAX
+        for end in range(1, len(chain) + 1):
+            lo, hi = -FLOAT32_MAX, FLOAT32_MAX
+            for shift, scale in reversed(chain[:end]):
+                lo, hi = shift + lo * scale, shift + hi * scale
+            low, high = max(low, lo), min(high, hi)
+        limits[name] = (low, high)
+    return limits
+
+
+def _scaling(item: dict[str, Any], column: str) -> tuple[float, float]:
+    """(shift, scale) of a standardize or min_max step on `column`, as the step computes it."""
+    state = item["state"]
+    if item["kind"] == "standardize":
+        return state["mean"][column], state["std"][column]
+    return state["min"][column], (state["max"][column] - state["min"][column]) or 1.0
 
 
 def _number(value: Any) -> float:

@@ -110,7 +110,7 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
     else:
         scorer = _torch_scorer(stored.module, stored.task)
         runtime = "torch"
-    checker = RecordChecker.build(contract, list(encoder.inputs), profile)
+    checker = RecordChecker.build(contract, list(encoder.inputs), profile, encoder.limits)
     threshold = _threshold(artifacts, run.run_id)
     metadata = {
         "model": version.model_name, "version": version.version, "stage": version.stage.value,
