@@ -11,10 +11,13 @@ Rules:
   PostgreSQL), reads the highest number and inserts after it in the same transaction, so the
   writers commit in number order and a reader always sees a gap-free prefix;
 - `read_logs(n)` returns the operations numbered n and above, in order;
-- a heartbeat is one row per trial id, replaced on each beat; a RUNNING trial whose heartbeat
-  (or, before its first, its start) is older than `grace_period_s` is stale: Optuna's
-  `fail_stale_trials` fails it, and
-  `failed_trial_callback` (such as `RetryHeartbeatStaleTrialCallback`) enqueues its retry;
+- a heartbeat is one row per trial id, replaced on each beat; a RUNNING trial whose latest
+  heartbeat is older than `grace_period_s` is stale: Optuna's `fail_stale_trials` fails it, and
+  `failed_trial_callback` (such as `RetryHeartbeatStaleTrialCallback`) enqueues its retry. As in
+  Optuna, a trial that never beat is never stale: an ask/tell client sharing the study keeps its
+  trials running for as long as it likes;
+- both pickle by URL and settings (Optuna hands a storage to other processes): the copy opens
+  its own engine on the same, already migrated database; no connection travels;
 - connection failures and lock waits that timed out raise `StoreUnavailable`.
 """
 
@@ -48,12 +51,21 @@ class SqlJournalBackend(BaseJournalBackend):
     opened). Safe to share between threads and processes."""
 
     def __init__(self, url: str) -> None:
+        self._connect(url)
+        with self._translated():
+            migrate(self._engine)
+
+    def _connect(self, url: str) -> None:
         self._url = url
         self._engine = make_engine(url)
         self._postgres = self._engine.dialect.name == "postgresql"
-        with self._translated():
-            migrate(self._engine)
         self._writer = self._engine.execution_options(**{WRITE: True})
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self._url}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._connect(state["url"])
 
     def __repr__(self) -> str:
         return f"SqlJournalBackend({shown_url(self._url)!r})"
@@ -117,12 +129,17 @@ class SqlJournalBackend(BaseJournalBackend):
 class SqlJournalStorage(JournalStorage, BaseHeartbeat):
     """Optuna's `JournalStorage` over `SqlJournalBackend`, with heartbeats: while a trial runs,
     Optuna's heartbeat thread calls `record_heartbeat` every `heartbeat_interval_s`; at the
-    start of each trial Optuna fails the trials whose heartbeat is older than `grace_period_s`
-    and passes each to `failed_trial_callback`."""
+    start of each trial Optuna fails the trials whose latest heartbeat is older than
+    `grace_period_s` (default: two intervals) and passes each to `failed_trial_callback`.
+    Both durations are positive whole seconds (`ValueError` otherwise, as Optuna's RDBStorage).
+    A pickled storage carries the callback: it must pickle too."""
 
     def __init__(self, backend: SqlJournalBackend, *, heartbeat_interval_s: int = 10,
                  grace_period_s: int | None = None,
                  failed_trial_callback: FailedTrialCallback | None = None) -> None:
+        _check_positive("heartbeat_interval_s", heartbeat_interval_s)
+        if grace_period_s is not None:
+            _check_positive("grace_period_s", grace_period_s)
         super().__init__(backend)
         self.backend = backend
         self._interval = heartbeat_interval_s
@@ -133,13 +150,12 @@ class SqlJournalStorage(JournalStorage, BaseHeartbeat):
         self.backend.record_heartbeat(trial_id)
 
     def _get_stale_trial_ids(self, study_id: int) -> list[int]:
-        """RUNNING trials whose latest heartbeat (or, before their first, their start) is
-        older than the grace period."""
+        """RUNNING trials whose latest heartbeat is older than the grace period; a trial that
+        never beat is not one of them."""
         running = self.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,))
         beats = self.backend.last_heartbeats([trial._trial_id for trial in running])
         cutoff = utcnow() - timedelta(seconds=self._grace)
-        return sorted(trial._trial_id for trial in running
-                      if beats.get(trial._trial_id, _started(trial)) < cutoff)
+        return sorted(trial_id for trial_id, beat in beats.items() if beat < cutoff)
 
     def get_heartbeat_interval(self) -> int | None:
         return self._interval
@@ -148,6 +164,6 @@ class SqlJournalStorage(JournalStorage, BaseHeartbeat):
         return self._failed_trial_callback
 
 
-def _started(trial: FrozenTrial) -> datetime:
-    assert trial.datetime_start is not None  # a RUNNING trial has started
-    return as_utc(trial.datetime_start)
+def _check_positive(name: str, seconds: int) -> None:
+    if seconds <= 0:
+        raise ValueError(f"{name} must be a positive whole number of seconds, got {seconds!r}")

@@ -72,7 +72,8 @@ class StudyContext:
 
 def open_storage(url: str, heartbeat_interval_s: int = HEARTBEAT_INTERVAL_S) -> SqlJournalStorage:
     """Optuna's storage in the database at `url`: a dead worker's trial is failed after two
-    missed heartbeats, its run ended `crashed`, and the trial enqueued again."""
+    missed heartbeats, its run ended `crashed`, and the trial enqueued again; a trial that never
+    beat (an ask/tell client's) is left running. It pickles (by URL) to other processes."""
     return SqlJournalStorage(SqlJournalBackend(url), heartbeat_interval_s=heartbeat_interval_s,
                              failed_trial_callback=RetryStaleTrial(url))
 

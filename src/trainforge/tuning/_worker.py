@@ -4,9 +4,13 @@ spent or its wall-time deadline passes; and local worker processes started by `t
 Rules:
 - each worker holds its own Optuna study object over the shared storage; Optuna's journal hands
   a waiting trial to exactly one worker (the first to mark it running), so no trial runs twice;
-- while a trial runs, a thread records its heartbeat every interval; before taking a trial a
-  worker fails the running trials whose heartbeat went stale (their worker died), and Optuna's
-  retry callback enqueues each again as a new waiting trial with the same values;
+- while a trial runs, a thread records its heartbeat every interval; a waiting trial's first
+  heartbeat is recorded before the worker claims it, so no trial a bounded study's worker
+  holds is without one;
+- before taking a trial a worker fails the running trials whose heartbeat went stale (their
+  worker died), and Optuna's retry callback enqueues each again as a new waiting trial with the
+  same values; as in Optuna, a running trial that never beat (an ask/tell client's) is left
+  running, and a bounded study's workers wait for it to end;
 - a bounded study (a `trials` budget) ends when no trial waits and none runs; one bounded by
   time only asks the sampler for new trials until the deadline;
 - an objective raising `optuna.TrialPruned` ends its trial PRUNED; any other exception ends it
@@ -118,8 +122,11 @@ def wait_for(workers: Sequence[subprocess.Popen[bytes]]) -> list[int]:
 
 
 def _take_waiting(study: optuna.Study, storage: SqlJournalStorage) -> optuna.Trial | None:
-    """A waiting trial, now running in this worker (no other worker gets it), or None."""
+    """A waiting trial, now running in this worker (no other worker gets it), or None. Its
+    heartbeat is recorded first: a worker that dies right after the claim leaves a trial that
+    goes stale (and is retried), not one running for ever."""
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        storage.record_heartbeat(frozen._trial_id)
         try:
             if storage.set_trial_state_values(frozen._trial_id, TrialState.RUNNING):
                 return optuna.Trial(study, frozen._trial_id)
