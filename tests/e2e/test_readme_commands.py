@@ -162,6 +162,14 @@ def track_from_a_script(session: Session) -> None:
     session.found["RUN_ID"] = session.found["RUN_A"]
 
 
+def train_with_a_monitor(session: Session) -> None:
+    """`checkpoints gc RUN_ID --keep-best 1` ranks by the run's monitor metric, which the
+    example spec leaves unset (a run without one is refused by name): RUN_ID names one."""
+    run = session.json("trainforge run examples/fraud/pipeline.yaml "
+                       "training.checkpoint.monitor=val_loss --json")
+    session.found["RUN_ID"] = run["run_id"]
+
+
 def preempt_a_run(session: Session) -> None:
     """`--resume RUN_ID` continues a run that stopped: one preempted by SIGTERM after its
     first checkpoint, which prints the command that continues it."""
@@ -196,13 +204,13 @@ def restored_is_new(session: Session) -> None:
 
 
 def write_pbt_spec(session: Session) -> None:
-    """`pipeline.yaml` with tuning.pbt: the digits spec with the README's `tuning:` block."""
-    digits = session.work / "examples" / "digits"
-    spec = (digits / "pipeline.yaml").read_text().split("\n# `trainforge tune")[0]
+    """`pipeline.yaml` with tuning.pbt: the fraud spec (PBT refuses the digits spec's early
+    stopping) with the README's `tuning:` block."""
+    fraud = session.work / "examples" / "fraud"
     tuning = fenced_block(README.read_text(), "tuning:\n  objective: {metric: val_loss, "
                           "direction: minimize}   # val_loss or a val_ metric of the task")
-    (digits / "pbt.yaml").write_text(spec + "\n" + tuning)
-    session.found["pipeline.yaml"] = "examples/digits/pbt.yaml"
+    (fraud / "pbt.yaml").write_text((fraud / "pipeline.yaml").read_text() + "\n" + tuning)
+    session.found["pipeline.yaml"] = "examples/fraud/pbt.yaml"
 
 
 def find_study_run(session: Session, result: subprocess.CompletedProcess[str] | None) -> None:
@@ -330,7 +338,8 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge runs history RUN_ID loss --max-points 200": Plan(),
     "trainforge runs gc --timeout 300": Plan(),
     "trainforge checkpoints list RUN_ID --all": Plan(before=find_fraud_runs),
-    "trainforge checkpoints gc RUN_ID --keep-last 1 --keep-best 1": Plan(),
+    "trainforge checkpoints gc RUN_ID --keep-last 1 --keep-best 1": Plan(
+        before=train_with_a_monitor),
     "trainforge tune pipeline.yaml training.epochs=2": Plan(
         run="trainforge tune pipeline.yaml training.epochs=2 --json", before=write_pbt_spec,
         after=find_study_run),
