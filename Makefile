@@ -26,8 +26,9 @@ UV_INSTALL := $(VENV)/bin/uv pip install --python $(PY) -q -c $(LOCK) -b $(LOCK)
 SETUP = start=$$(date +%s); $(PIP) install uv -c $(LOCK) && $(UV_INSTALL) $(1) \
 	&& echo "setup took $$(($$(date +%s) - start)) s"
 
+# The `all` extra: what the README's commands use (serve, tune, export, PostgreSQL, S3).
 $(VENV)/.setup: pyproject.toml $(LOCK) $(VENV)/torch-constraint.txt
-	@$(call SETUP,-e .)
+	@$(call SETUP,-e ".[all]")
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml $(LOCK) $(VENV)/torch-constraint.txt

@@ -18,6 +18,7 @@ from trainforge.cli import (
     _checkpoints,
     _context,
     _data,
+    _extras,
     _models,
     _pbt,
     _pipelines,
@@ -92,7 +93,9 @@ EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again later (with --resume)
 
 
 def main() -> None:
-    """Entry point: errors trainforge raises on purpose print as one message, exit code 1.
+    """Entry point: errors trainforge raises on purpose print as one message, exit code 1; so
+    does an optional dependency found missing on the way (naming the extra that installs it),
+    where a command did not check for it up front (`_extras.require_extra`).
 
     The cyclic garbage collector is off for the call (`run` turns it back on): a command's
     start-up is mostly imports, whose many new objects set the collector off again and again
@@ -103,6 +106,13 @@ def main() -> None:
         app()
     except TrainforgeError as exc:
         typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except ImportError as exc:
+        extra = _extras.extra_for(exc)
+        if extra is None:
+            raise
+        typer.echo(f"error: {exc}: the optional {extra!r} dependencies are not installed: "
+                   f"{_extras.install_hint(extra)}", err=True)
         sys.exit(1)
 
 

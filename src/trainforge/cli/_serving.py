@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from trainforge.cli import _context, _render
+from trainforge.cli import _context, _extras, _render
 from trainforge.errors import ArtifactError, DataError, ExportError, NotFound
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore
@@ -50,6 +50,7 @@ def export(
 ) -> None:
     """Export version VERSION of model NAME as ONNX (and the variants asked), each checked
     on the run's golden set; the report is stored as the run's export/report.json."""
+    _extras.require_extra("trainforge export", "export")
     from trainforge.export import export_model
 
     store = _context.existing_store()
@@ -85,6 +86,7 @@ def serve(
     """Serve model NAME's production version (and its canary) on POST /predict, following
     stage changes without a restart; /health, /metadata, /metrics beside it. Delivers the
     webhook outbox in a background thread while it serves."""
+    _extras.require_extra("trainforge serve", "server")
     import uvicorn
 
     from trainforge.serving import VersionRouter, create_app

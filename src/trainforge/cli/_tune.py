@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from trainforge.cli import _context, _pbt, _render
+from trainforge.cli import _context, _extras, _pbt, _render
 from trainforge.errors import Conflict, NotFound, RunFailed, SpecError
 
 Trials = Annotated[Optional[int], typer.Option(min=1, help="Trial budget (replaces "
@@ -50,6 +50,7 @@ def tune_run(spec: str, overrides: Overrides = None, trials: Trials = None,
              as_json: _render.JsonFlag = False) -> None:
     """Run the study SPEC's tuning: section declares; each trial is a run nested under the
     study's run (with tuning.pbt: population-based training, members nested likewise)."""
+    _extras.require_extra("trainforge tune", "tune")
     from trainforge.pipeline import plan_pipeline
     from trainforge.tuning import tune
 
@@ -95,6 +96,7 @@ def tune_run(spec: str, overrides: Overrides = None, trials: Trials = None,
 def tune_worker(study: str) -> None:
     """Join STUDY (in this machine's database settings) and run its trials until its budget is
     spent."""
+    _extras.require_extra("trainforge tune-worker", "tune")
     from trainforge.tuning import run_worker
 
     gc.enable()
@@ -109,6 +111,7 @@ def tune_worker(study: str) -> None:
 @tune_app.command("show")
 def tune_show(study: str, as_json: _render.JsonFlag = False) -> None:
     """The trials of STUDY, its best trial, parameter importances and trials per state."""
+    _extras.require_extra("trainforge tune show", "tune")
     from trainforge.tuning import open_storage, read_study
 
     _context.existing_store()
@@ -125,6 +128,7 @@ def tune_show(study: str, as_json: _render.JsonFlag = False) -> None:
 @tune_app.command("list")
 def tune_list(as_json: _render.JsonFlag = False) -> None:
     """The studies in the database."""
+    _extras.require_extra("trainforge tune list", "tune")
     from trainforge.tuning import list_studies, open_storage
 
     _context.existing_store()
