@@ -273,11 +273,20 @@ def new_transactions(session: Session) -> None:
     shutil.copy(day, session.work / "new.parquet")
 
 
+def find_a_delivery(session: Session) -> None:
+    """DELIVERY: the outbox's newest delivery (the stage changes of the promotions above)."""
+    outbox = session.json("trainforge webhooks outbox --json")
+    session.found["DELIVERY"] = str(outbox[0]["delivery"])
+
+
 def post_as_curl(session: Session, command: str) -> None:
-    """The README's `curl -s URL -d BODY`, sent to the server `serve` started."""
-    words = shlex.split(command)
-    url = "http://" + words[2].replace("localhost:8080", f"127.0.0.1:{session.found['8080']}")
-    request = urllib.request.Request(url, data=words[4].encode(), method="POST")
+    """The README's `curl -s URL -H HEADER -d BODY`, sent to the server `serve` started."""
+    words = iter(shlex.split(command)[2:])
+    url = "http://" + next(words).replace("localhost:8080", f"127.0.0.1:{session.found['8080']}")
+    options = dict(zip(words, words))
+    name, value = options["-H"].split(": ", 1)
+    request = urllib.request.Request(url, data=options["-d"].encode(), headers={name: value},
+                                     method="POST")
     with urllib.request.urlopen(request, timeout=60) as response:
         answer = json.loads(response.read())
     assert answer["model"] == "fraud_detector"
@@ -357,7 +366,12 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge webhooks add https://deploy.example/hooks --events model.stage_changed "
     "--secret-env DEPLOY_HOOK_SECRET": Plan(),
     "trainforge webhooks list": Plan(),
+    "trainforge webhooks deliver": Plan(),
+    "trainforge webhooks outbox --state dead": Plan(),
     "trainforge webhooks deliveries": Plan(),
+    "trainforge webhooks redeliver DELIVERY": Plan(
+        before=find_a_delivery, codes=frozenset({0, 2}), why="refused (exit 2) while the "
+        "delivery is pending: deploy.example is not reachable here, so it is retried, not dead"),
     "trainforge export fraud_detector 1 --int8": Plan(),
     "trainforge serve fraud_detector --port 8080": Plan(
         before=start_serving, background=True, after=await_server),
