@@ -194,11 +194,6 @@ def checkpoint_runs(session: Session) -> list[str]:
     return [path.parents[2].name for path in artifacts.glob("*/checkpoints/*/MANIFEST.json")]
 
 
-def tag_day10(session: Session) -> None:
-    """`fraud@day10` is a tag the README names but never makes: tag the snapshot."""
-    session.run("trainforge data tag fraud@latest fraud@day10")
-
-
 def restored_is_new(session: Session) -> None:
     shutil.rmtree(session.work / "restored", ignore_errors=True)
 
@@ -308,7 +303,8 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge run examples/fraud/pipeline.yaml --resume RUN_ID": Plan(before=preempt_a_run),
     "trainforge run examples/fraud/pipeline.yaml training.checkpoint.resume=auto": Plan(),
     "trainforge data snapshot examples/fraud/data --name fraud": Plan(),
-    "trainforge data list": Plan(before=tag_day10),
+    "trainforge data tag fraud@latest fraud@day10": Plan(),
+    "trainforge data list": Plan(),
     "trainforge data diff fraud@day10 fraud": Plan(),
     "trainforge data checkout fraud@day10 restored/": Plan(before=restored_is_new),
     "trainforge run examples/fraud/pipeline.yaml data.version=fraud@day10": Plan(),
