@@ -60,12 +60,13 @@ demo-digits: setup
 	$(PY) examples/digits/prepare.py
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
-# pytest-xdist: one worker per core (TEST_WORKERS=1 for a serial run), the slow tests dealt first.
+# pytest-xdist: one worker per core (TEST_WORKERS=1 for a serial run), the slow tests dealt first;
+# an idle worker takes tests queued on a busy one (worksteal), so none waits out the tail.
 TEST_WORKERS ?= auto
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Peer tools (Lightning, MLflow, Evidently, DVC) for the benchmarks' comparisons, in a venv of their own so they
 # never leak into the test environment. Benchmarks: .venv-peers/bin/python benchmarks/<name>.py

@@ -10,6 +10,7 @@ fresh database, dropped afterwards. An unreachable server skips those tests, or 
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,19 @@ if TYPE_CHECKING:
 pytest_plugins = ["fraud_fixtures"]
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker gets its share of the cores for torch's threads (its
+    own, and those of the processes it starts, through `OMP_NUM_THREADS`): workers that each
+    took every core would fight over them, and spinning OpenMP threads waste what they win."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None or "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = max(1, (os.cpu_count() or 1) // int(workers))
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
