@@ -49,6 +49,7 @@ def test_validate_json_lists_problems(fraud_project):
     assert "training.epochs: expected an integer > 0, got the text 'zero'" in problem
 
 
+@pytest.mark.slow
 def test_run_then_list_and_show_runs_and_models(fraud_project):
     result = cli("run", str(fraud_project / "pipeline.yaml"), "training.epochs=1")
     assert result.returncode == 0, result.stderr
@@ -80,6 +81,7 @@ def test_run_then_list_and_show_runs_and_models(fraud_project):
     assert detail.returncode == 0 and re.search(rf"^  run_id +{run_id}$", detail.stdout, re.M)
 
 
+@pytest.mark.slow
 def test_failed_run_exits_1_naming_the_run_and_cause(fraud_project):
     result = cli("run", str(fraud_project / "pipeline.yaml"), "data.source=missing/*.parquet")
     assert result.returncode == 1
@@ -88,6 +90,7 @@ def test_failed_run_exits_1_naming_the_run_and_cause(fraud_project):
     assert run["status"] == "failed" and "DataNotFound" in run["error"]
 
 
+@pytest.mark.slow
 def test_gate_failure_exits_3(fraud_project):
     result = cli("run", str(fraud_project / "pipeline.yaml"), "training.epochs=1",
                  "evaluation.gates.0.min=0.99999", "--json")
@@ -102,6 +105,7 @@ def test_gate_failure_exits_3(fraud_project):
     (("models", "show", "nope"), "model 'nope' not found"),
     (("runs", "list", "--experiment", "nope"), "experiment 'nope' not found"),
 ])
+@pytest.mark.slow
 def test_unknown_names_are_reported(args, message):
     assert cli("runs", "gc").returncode == 0  # creates the database
     result = cli(*args)

@@ -86,6 +86,7 @@ def stub_run(location: str | None = None, policy: dict | None = None,
         store.close()
 
 
+@pytest.mark.slow
 def test_list_shows_every_saved_step(run_id):
     rows = listed(run_id)
     assert [row["step"] for row in rows] == on_disk(run_id)

@@ -105,6 +105,7 @@ def executed(project: Path) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 def test_a_failed_pipeline_run_resumes_at_the_failed_step(project: Path) -> None:
     failed = cli(project, "pipeline", "run", "chain:pipeline")
     assert failed.returncode == 1, failed.stderr

@@ -117,6 +117,7 @@ def test_resume_auto_continues_a_killed_run_and_then_starts_new_ones(fraud_proje
     store.close()
 
 
+@pytest.mark.slow
 def test_resume_refuses_unknown_completed_and_live_runs(fraud_project, tmp_path):
     spec = str(fraud_project / "pipeline.yaml")
     unknown = cli("run", spec, "--resume", "nope")
@@ -137,6 +138,7 @@ def test_resume_refuses_unknown_completed_and_live_runs(fraud_project, tmp_path)
     assert f"run {run_id} is still running (pid {os.getpid()} on" in live.stderr
 
 
+@pytest.mark.slow
 def test_a_resume_with_another_spec_is_refused_listing_the_changes(fraud_project):
     spec = str(fraud_project / "pipeline.yaml")
     done = cli("run", spec, "training.epochs=1", "training.log_every_n_steps=1", "--json")
@@ -167,6 +169,7 @@ def test_a_resume_with_another_spec_is_refused_listing_the_changes(fraud_project
     store.close()
 
 
+@pytest.mark.slow
 def test_a_half_written_checkpoint_is_reported_once_on_resume(fraud_project):
     spec = str(fraud_project / "pipeline.yaml")
     settings = ["training.epochs=1", "training.checkpoint.every_n_steps=10"]

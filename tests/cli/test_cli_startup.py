@@ -59,6 +59,7 @@ def test_validate_checks_a_built_in_model_without_torch(fraud_project: Path, mod
     assert not {"torch", "pandas", "sqlalchemy", "alembic"} & set(loaded)
 
 
+@pytest.mark.slow
 def test_the_garbage_collector_is_off_for_a_listing_and_on_for_a_run(tmp_path: Path) -> None:
     default_store()
     assert probe("runs", "list")["gc"] is False

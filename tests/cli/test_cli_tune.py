@@ -65,6 +65,7 @@ def test_tune_on_digits_finishes_with_a_registered_best_model(digits):
     assert "best params" in table and best["run_id"][:8] in table
 
 
+@pytest.mark.slow
 def test_a_bad_search_space_exits_2_naming_the_field(digits):
     bad = cli("tune", "pipeline.yaml", 'tuning.space={"training.epoch": {type: int, low: 1, '
               'high: 3}}', cwd=digits)

@@ -43,6 +43,7 @@ def files_text(folder: Path) -> str:
                      if path.is_file())
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_no_planted_secret_reaches_a_record(fraud_project, pg_url, s3_bucket, s3_endpoint,
                                             _isolated_home, monkeypatch):

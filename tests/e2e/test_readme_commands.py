@@ -269,7 +269,7 @@ def new_transactions(session: Session) -> None:
 
 
 def find_a_delivery(session: Session) -> None:
-    """DELIVERY: the outbox's newest delivery (the stage changes of the promotions above)."""
+    """DELIVERY: the outbox's newest delivery (the stage change announced after `webhooks add`)."""
     outbox = session.json("trainforge webhooks outbox --json")
     session.found["DELIVERY"] = str(outbox[0]["delivery"])
 
@@ -362,6 +362,7 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge webhooks add https://deploy.example/hooks --events model.stage_changed "
     "--secret-env DEPLOY_HOOK_SECRET": Plan(),
     "trainforge webhooks list": Plan(),
+    "trainforge models promote fraud_detector 2 --to archived": Plan(),
     "trainforge webhooks deliver": Plan(),
     "trainforge webhooks outbox --state dead": Plan(),
     "trainforge webhooks deliveries": Plan(),
@@ -380,7 +381,8 @@ POSTED = "curl"  # the README's request to the server `serve` started, sent by `
 @pytest.fixture(scope="session")
 def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv as `make setup` makes it, without make: torch from the wheel pip would install
-    (on this disk), then `-e .[all]` with uv, pinned by the lock and held to that torch."""
+    (on this disk), then `-e .[all]` with uv, pinned by the lock and held to that torch, its
+    bytecode compiled."""
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv is None:
         pytest.skip("needs uv (the dev extra installs it)")
@@ -399,7 +401,8 @@ def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
         [uv, "pip", "install", "--quiet", "--python", python, "--no-deps", str(wheels[0])],
         [uv, "pip", "install", "--quiet", "--python", python, "-c", str(REPO / "constraints.txt"),
-         "-b", str(REPO / "constraints.txt"), "-c", str(constraint), "-e", f"{REPO}[all]"],
+         "-b", str(REPO / "constraints.txt"), "-c", str(constraint), "--compile-bytecode",
+         "-e", f"{REPO}[all]"],
     ):
         subprocess.run(command, check=True, timeout=COMMAND_TIMEOUT_S)
     return venv

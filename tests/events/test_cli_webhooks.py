@@ -46,6 +46,7 @@ def _announce(receiver: Receiver, count: int) -> None:
                         occurred_at=datetime.now(timezone.utc))
 
 
+@pytest.mark.slow
 def test_one_pass_then_redeliver_the_dead_one(refusing: Receiver) -> None:
     _announce(refusing, 2)
     done = cli("webhooks", "deliver", "--json")

@@ -271,6 +271,7 @@ def project(tmp_path: Path, sqlite_url: str,
     store.close()
 
 
+@pytest.mark.slow
 def test_seeded_edits_invalidate_exactly_the_affected_steps(project: Project) -> None:
     assert len(EDITS) + len(DATA_EDITS) + len(NEUTRAL_EDITS) + 2 >= 30
     ran, _ = project.run()

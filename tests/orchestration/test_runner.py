@@ -114,6 +114,7 @@ def test_only_the_error_kinds_in_retry_on_are_retried(
     assert tried[-1].error.startswith(f"{kind}: ")
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_the_steps_process_and_counts_as_a_failed_attempt(
         sqlite_store: Store, values: ValueStore, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
@@ -143,6 +144,7 @@ def test_a_step_with_a_timeout_gets_and_hands_on_values_through_the_value_store(
     assert outcome.value("where")["pid"] != os.getpid()
 
 
+@pytest.mark.slow
 def test_independent_steps_run_at_once_up_to_max_parallel(
         sqlite_store: Store, values: ValueStore) -> None:
     steps = [_step(rs.wait, [f"w{i}"], name=f"w{i}", params={"seconds": 1.0})

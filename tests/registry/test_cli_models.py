@@ -102,6 +102,7 @@ def test_demo_version_goes_to_canary_then_production_and_a_worse_one_is_refused(
     assert "HOOK_SECRET" in ok("webhooks", "list") and SECRET not in ok("webhooks", "list")
 
 
+@pytest.mark.slow
 def test_unknown_models_versions_and_aliases_exit_1(registry_home: Path) -> None:
     missing = cli("models", "history", "nope")
     assert missing.returncode == 1 and "model 'nope' not found" in missing.stderr

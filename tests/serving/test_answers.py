@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from live_server import records_of
 
 from trainforge.serving import ServedVersion, load_served_version
@@ -37,6 +38,7 @@ def test_regression_answers_the_value():
         {"prediction": 1.5}, {"prediction": -2.0}]
 
 
+@pytest.mark.slow
 def test_a_served_version_labels_by_the_threshold_its_evaluation_recorded(trained):
     run_id = trained.run_id
     report = {"split": "test", "threshold": 0.03, "threshold_by": "f1", "metrics": {}}

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import optuna
+import pytest
 
 from trainforge.storage.sql_tuning_journal import SqlJournalBackend, SqlJournalStorage
 
@@ -25,6 +26,7 @@ def _append_many(url: str, writer: int, barrier: Any) -> None:
     backend.close()
 
 
+@pytest.mark.slow
 def test_processes_appending_at_once_get_dense_ordered_log_numbers(db_url: str) -> None:
     SqlJournalBackend(db_url).close()  # migrated once, before the race
     context = multiprocessing.get_context("spawn")

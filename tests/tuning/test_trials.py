@@ -81,6 +81,7 @@ def test_a_study_records_its_trials_as_nested_runs_and_its_findings_on_its_run(d
     assert {"optimization_history", "parallel_coordinate"} <= set(result.plots)
 
 
+@pytest.mark.slow
 def test_a_trial_reports_every_n_steps_a_metric_the_trainer_logs_there(digits_project):
     overrides = [*QUICK, "training.epochs=2", "training.log_every_n_steps=5",
                  "tuning.report_every_n_steps=5", "tuning.objective.metric=train_loss",
