@@ -1,5 +1,5 @@
-"""What a command imports before it answers: `--help`, `runs list` and `validate` leave torch
-(and the rest of the training stack) alone. Timings are measured by benchmarks/cli_startup.py,
+"""What a command imports before it answers: `--help`, `runs list`, `validate` and the study
+readers (`tune list/show`, `pbt show`) leave torch (and the rest of the training stack) alone. Timings are measured by benchmarks/cli_startup.py,
 never here; this pins the property that makes them fast."""
 
 from __future__ import annotations
@@ -50,6 +50,13 @@ def test_help_and_version_import_nothing_heavy() -> None:
 def test_runs_list_imports_only_the_sql_store() -> None:
     default_store()  # the database exists
     assert imported("runs", "list") == ["sqlalchemy"]
+
+
+@pytest.mark.parametrize("command", [["tune", "list"], ["tune", "show", "nope"],
+                                     ["pbt", "show", "nope"]])
+def test_reading_studies_imports_no_training_stack(command: list[str]) -> None:
+    default_store()
+    assert not {"torch", "pandas", "pyarrow", "sklearn"} & set(imported(*command))
 
 
 @pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])

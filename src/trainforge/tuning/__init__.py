@@ -30,10 +30,9 @@ if TYPE_CHECKING:
         PbtListener,
         PbtMemberResult,
         PbtResult,
-        read_lineage,
         run_pbt,
     )
-    from trainforge.tuning._pbt_lineage import ExploitRecord, IntervalScores, Lineage
+    from trainforge.tuning._pbt_lineage import ExploitRecord, IntervalScores, Lineage, read_lineage
     from trainforge.tuning._pbt_member import PbtMember
     from trainforge.tuning._results import (
         StudySummary,
@@ -77,7 +76,7 @@ _EXPORTS = {
     "make_pruner": "trainforge.tuning._study",
     "make_sampler": "trainforge.tuning._study",
     "open_storage": "trainforge.tuning._study",
-    "read_lineage": "trainforge.tuning._pbt",
+    "read_lineage": "trainforge.tuning._pbt_lineage",
     "read_study": "trainforge.tuning._results",
     "run_pbt": "trainforge.tuning._pbt",
     "run_trial": "trainforge.tuning._worker",

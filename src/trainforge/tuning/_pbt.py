@@ -123,11 +123,6 @@ def run_pbt(
     return study.run()
 
 
-def read_lineage(run_id: str, artifacts: ArtifactStore) -> Lineage:
-    """The lineage a PBT study run stored (`ArtifactError` when the run has none)."""
-    return Lineage.from_json(artifacts.get_bytes(run_id, LINEAGE_ARTIFACT))
-
-
 @dataclass
 class _Study:
     plan: PipelinePlan

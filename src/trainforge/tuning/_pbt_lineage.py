@@ -12,7 +12,10 @@ import io
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainforge.storage.artifacts import ArtifactStore
 
 LINEAGE_ARTIFACT = "pbt/lineage.json"
 PLOT_ARTIFACT = "pbt/lineage.png"
@@ -124,3 +127,8 @@ def plot_lineage(lineage: Lineage) -> bytes:
     figure.savefig(buffer, format="png", dpi=100)
     plt.close(figure)
     return buffer.getvalue()
+
+
+def read_lineage(run_id: str, artifacts: ArtifactStore) -> Lineage:
+    """The lineage a PBT study run stored (`ArtifactError` when the run has none)."""
+    return Lineage.from_json(artifacts.get_bytes(run_id, LINEAGE_ARTIFACT))

@@ -18,8 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from trainforge.tracking import RunHandle
 from trainforge.tuning._space import decoded
-from trainforge.tuning._study import RUN_ID_ATTR, StudyContext, load_study
-from trainforge.tuning._worker import ERROR_ATTR
+from trainforge.tuning._study import ERROR_ATTR, RUN_ID_ATTR, StudyContext, load_study
 
 log = logging.getLogger("trainforge")
 MIN_TRIALS_FOR_IMPORTANCES = 2

@@ -37,6 +37,7 @@ from trainforge.storage.sql_tuning_journal import SqlJournalBackend, SqlJournalS
 from trainforge.tuning._space import grid
 
 RUN_ID_ATTR = "run_id"  # the trial's user attr naming its tracked run
+ERROR_ATTR = "error"  # the user attr of a failed trial: what went wrong
 HEARTBEAT_INTERVAL_S = 5
 MAX_RETRIES = 3  # a trial whose workers keep dying is given up after this many retries
 CONTEXT_KEY = "trainforge"  # the study user attr holding the spec, study run and deadline

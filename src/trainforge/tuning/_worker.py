@@ -38,7 +38,7 @@ from optuna.trial import TrialState
 from trainforge.config import Settings
 from trainforge.pipeline import PipelineServices
 from trainforge.tuning._objective import PipelineObjective
-from trainforge.tuning._study import load_study, open_storage
+from trainforge.tuning._study import ERROR_ATTR, load_study, open_storage
 
 if TYPE_CHECKING:
     from trainforge.storage import Store
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("trainforge")
 Objective = Callable[[optuna.Trial], float]
-ERROR_ATTR = "error"  # the user attr of a failed trial: what went wrong
 
 
 def run_worker(study_name: str, *, settings: Settings | None = None, store: Store | None = None,
