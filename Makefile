@@ -63,9 +63,10 @@ demo-digits: setup
 	$(PY) examples/digits/prepare.py
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
-# pytest-xdist: one worker per core (TEST_WORKERS=1 for a serial run), the slow tests dealt first;
-# an idle worker takes tests queued on a busy one (worksteal), so none waits out the tail.
-TEST_WORKERS ?= auto
+# pytest-xdist: a worker per core and one more (TEST_WORKERS=1 for a serial run): many tests
+# wait on processes, heartbeats or backoff, and the extra worker's tests use that time. The slow
+# tests are dealt first; an idle worker takes tests queued on a busy one (worksteal).
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy
