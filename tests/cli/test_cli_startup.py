@@ -1,6 +1,7 @@
 """What a command imports before it answers: `--help`, `runs list`, `validate` and the study
-readers (`tune list/show`, `pbt show`) leave torch (and the rest of the training stack) alone. Timings are measured by benchmarks/cli_startup.py,
-never here; this pins the property that makes them fast."""
+readers (`tune list/show`, `pbt show`) leave torch (and the rest of the training stack) alone.
+Timings are measured by benchmarks/cli_startup.py, never here; this pins the property that
+makes them fast."""
 
 from __future__ import annotations
 

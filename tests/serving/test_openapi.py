@@ -6,14 +6,12 @@ request the schema allows answered 200."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from live_server import live_server, router_of
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -21,32 +19,12 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from trained_fraud import TrainedFraud
-
-from trainforge.serving import ServedVersion, VersionRouter, create_app
 
 # Not negative_data_rejection: a value outside the contract's range or enum is scored and
 # flagged, not refused (the document says so per field).
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance, positive_data_acceptance]
 ROUTES = {"/predict": "post", "/health": "get", "/metadata": "get", "/metrics": "get"}
-
-
-@pytest.fixture(scope="module")
-def router(trained: TrainedFraud) -> VersionRouter:
-    return router_of(trained)
-
-
-@pytest.fixture(scope="module")
-def client(router: VersionRouter) -> Iterator[httpx.Client]:
-    with live_server(create_app(router)) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def served(client: httpx.Client, router: VersionRouter) -> ServedVersion:
-    assert router.served.production is not None
-    return router.served.production
 
 
 @pytest.fixture(scope="module")

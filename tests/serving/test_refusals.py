@@ -7,37 +7,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
-from live_server import live_server, records_of, router_of
+from live_server import live_server, records_of
 from trained_fraud import TrainedFraud
 
 from trainforge.serving import ServedVersion, VersionRouter, create_app, load_served_version
 
 pytestmark = pytest.mark.filterwarnings("error")
 JSON = {"content-type": "application/json"}
-
-
-@pytest.fixture(scope="module")
-def router(trained: TrainedFraud) -> VersionRouter:
-    return router_of(trained)
-
-
-@pytest.fixture(scope="module")
-def client(router: VersionRouter) -> Iterator[httpx.Client]:
-    with live_server(create_app(router)) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def served(client: httpx.Client, router: VersionRouter) -> ServedVersion:
-    """The production version the client's app serves (its lifespan loaded it)."""
-    assert router.served.production is not None
-    return router.served.production
 
 
 @pytest.fixture(scope="module")
