@@ -64,13 +64,14 @@ demo-digits: setup
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
 # pytest-xdist: a worker per core and one more (TEST_WORKERS=1 for a serial run): many tests
-# wait on processes, heartbeats or backoff, and the extra worker's tests use that time. The slow
-# tests are dealt first; an idle worker takes tests queued on a busy one (worksteal).
+# wait on processes, heartbeats or backoff, and the extra worker's tests use that time. The
+# tests marked slow come first, and each worker takes the next test when it is free (one queue:
+# `--maxschedchunk 1`); dealt in chunks, every slow test would go to the first worker.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
 # Peer tools (Lightning, MLflow, Evidently, DVC) for the benchmarks' comparisons, in a venv of their own so they
 # never leak into the test environment. Benchmarks: .venv-peers/bin/python benchmarks/<name>.py
