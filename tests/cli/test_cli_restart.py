@@ -6,18 +6,22 @@ does: one run, completed, the same training loss at every step, each step once.
 - the launcher sent SIGTERM (a preemption): the workers checkpoint at the next step, the run
   ends `preempted`, the command exits 75, and `--resume RUN_ID` finishes it.
 
-In each test the two runs train at the same time, each in a TRAINFORGE_HOME of its own.
+Each interrupted job is compared with an uninterrupted job of the same command, launched once per
+strategy for the module's tests; every job has a TRAINFORGE_HOME of its own.
 """
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from example_scripts import EXAMPLES
 
 from trainforge.entities import RunStatus
 from trainforge.storage import SqlStore
@@ -74,55 +78,78 @@ def train_loss(store: SqlStore, run_id: str) -> list[tuple[int, str]]:
     return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss").items]
 
 
-def two_jobs(project: Path, tmp_path: Path, strategy: str = "ddp"
-             ) -> tuple[dict[str, SqlStore], subprocess.Popen, subprocess.Popen]:
-    """The stores of homes `interrupted` and `uninterrupted`, and a job launched in each."""
-    homes = {name: tmp_path / name for name in ("interrupted", "uninterrupted")}
-    # created and migrated here, before the launchers open them
-    stores = {name: SqlStore(f"sqlite:///{home / 'trainforge.db'}") for name, home in homes.items()}
-    uninterrupted = launch(project, homes["uninterrupted"], strategy=strategy)
-    return stores, launch(project, homes["interrupted"], strategy=strategy), uninterrupted
+def home_store(home: Path) -> SqlStore:
+    """The store of `home`, created and migrated here, before a launcher opens it."""
+    return SqlStore(f"sqlite:///{home / 'trainforge.db'}")
 
 
-def assert_same_losses(stores: dict[str, SqlStore], run_id: str, reference_id: str) -> None:
+Losses = Callable[[str], list[tuple[int, str]]]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory, fraud_slice: Path) -> Losses:
+    """The training loss series of an uninterrupted job, by strategy: each launched once for
+    the module, in a project (the same spec and data) and a home of its own."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    project = root / "project"
+    project.mkdir()
+    for name in ("pipeline.yaml", "contract.yaml"):
+        shutil.copy(EXAMPLES / "fraud" / name, project / name)
+    shutil.copytree(fraud_slice, project / "data")
+    series: dict[str, list[tuple[int, str]]] = {}
+
+    def losses(strategy: str) -> list[tuple[int, str]]:
+        if strategy not in series:
+            store = home_store(root / strategy)
+            summary, _ = finish(launch(project, root / strategy, strategy=strategy))
+            series[strategy] = train_loss(store, summary["run_id"])
+        return series[strategy]
+
+    return losses
+
+
+def assert_same_losses(store: SqlStore, run_id: str, reference: list[tuple[int, str]]) -> None:
     """The interrupted run logged every step once, with the uninterrupted run's losses."""
-    series = train_loss(stores["interrupted"], run_id)
+    series = train_loss(store, run_id)
     assert [step for step, _ in series] == list(range(1, STEPS + 1))
-    assert series == train_loss(stores["uninterrupted"], reference_id)
+    assert series == reference
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
 def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path,
-                                                                          strategy):
-    stores, killed, uninterrupted = two_jobs(fraud_project, tmp_path, strategy)
-    run_id = first_checkpoint(stores["interrupted"], killed)
+                                                                          strategy, uninterrupted):
+    home = tmp_path / "home"
+    store = home_store(home)
+    killed = launch(fraud_project, home, strategy=strategy)
+    run_id = first_checkpoint(store, killed)
     pid = worker_pid(run_id, rank=1)
     assert pid is not None, "no worker of rank 1 found in /proc"
     os.kill(pid, signal.SIGKILL)
     summary, log = finish(killed)
-    reference, _ = finish(uninterrupted)
 
     assert "resumed from the checkpoint of step" in log  # by the restarted workers
-    [run] = stores["interrupted"].list_runs().items
+    [run] = store.list_runs().items
     assert run.run_id == summary["run_id"] == run_id and run.status is RunStatus.COMPLETED
-    assert_same_losses(stores, run_id, reference["run_id"])
+    assert_same_losses(store, run_id, uninterrupted(strategy))
 
 
 @pytest.mark.slow
-def test_sigterm_to_the_launcher_preempts_the_job_and_resume_finishes_it(fraud_project, tmp_path):
-    stores, preempted, uninterrupted = two_jobs(fraud_project, tmp_path)
-    run_id = first_checkpoint(stores["interrupted"], preempted)
+def test_sigterm_to_the_launcher_preempts_the_job_and_resume_finishes_it(fraud_project, tmp_path,
+                                                                         uninterrupted):
+    home = tmp_path / "home"
+    store = home_store(home)
+    preempted = launch(fraud_project, home)
+    run_id = first_checkpoint(store, preempted)
     preempted.send_signal(signal.SIGTERM)
     _, err = preempted.communicate(timeout=120)
     assert preempted.returncode == 75, err[-3000:]
     assert f"--resume {run_id}" in err
-    run = stores["interrupted"].get_run(run_id)
+    run = store.get_run(run_id)
     assert run.status is RunStatus.PREEMPTED and run.error.startswith("preempted by SIGTERM")
 
-    resumed = launch(fraud_project, tmp_path / "interrupted", "--resume", run_id)
+    resumed = launch(fraud_project, home, "--resume", run_id)
     summary, log = finish(resumed)
-    reference, _ = finish(uninterrupted)
     assert summary["run_id"] == run_id and "resumed from the checkpoint of step" in log
-    assert stores["interrupted"].get_run(run_id).status is RunStatus.COMPLETED
-    assert_same_losses(stores, run_id, reference["run_id"])
+    assert store.get_run(run_id).status is RunStatus.COMPLETED
+    assert_same_losses(store, run_id, uninterrupted("ddp"))
