@@ -21,13 +21,20 @@ def fraud_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def copy_fraud_project(folder: Path, data: Path) -> Path:
+    """`folder` made a fraud project: the example's pipeline.yaml and contract.yaml, and
+    `data` (a generated slice) as its data/."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(EXAMPLE / "pipeline.yaml", folder / "pipeline.yaml")
+    shutil.copy(EXAMPLE / "contract.yaml", folder / "contract.yaml")
+    shutil.copytree(data, folder / "data")
+    return folder
+
+
 @pytest.fixture
 def fraud_project(tmp_path: Path, fraud_slice: Path) -> Path:
     """A writable project folder: pipeline.yaml, contract.yaml and data/ of the slice."""
-    shutil.copy(EXAMPLE / "pipeline.yaml", tmp_path / "pipeline.yaml")
-    shutil.copy(EXAMPLE / "contract.yaml", tmp_path / "contract.yaml")
-    shutil.copytree(fraud_slice, tmp_path / "data")
-    return tmp_path
+    return copy_fraud_project(tmp_path, fraud_slice)
 
 
 @pytest.fixture

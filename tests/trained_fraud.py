@@ -4,12 +4,11 @@ session: its settings, store, artifact store, run and registered version (stage 
 from __future__ import annotations
 
 import io
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from example_scripts import EXAMPLES
+from fraud_fixtures import copy_fraud_project
 
 from trainforge.config import Settings
 from trainforge.entities import ModelStage, ModelVersion
@@ -63,11 +62,7 @@ def place_in_stage(store: RegistryStore, version: ModelVersion,
 
 def train_fraud(root: Path, data: Path, *overrides: str) -> TrainedFraud:
     """Run the fraud example on `data` (a generated slice) under `root`."""
-    project = root / "project"
-    project.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "fraud" / "pipeline.yaml", project / "pipeline.yaml")
-    shutil.copy(EXAMPLES / "fraud" / "contract.yaml", project / "contract.yaml")
-    shutil.copytree(data, project / "data")
+    project = copy_fraud_project(root / "project", data)
     home = root / "home"
     settings = Settings.from_env({"TRAINFORGE_HOME": str(home)})
     store = open_store(settings.database_url.get_secret_value())

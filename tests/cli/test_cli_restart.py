@@ -12,7 +12,6 @@ strategy for the module's tests; every job has a TRAINFORGE_HOME of its own.
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from example_scripts import EXAMPLES
+from fraud_fixtures import copy_fraud_project
 
 from trainforge.entities import RunStatus
 from trainforge.storage import SqlStore
@@ -78,7 +77,7 @@ def train_loss(store: SqlStore, run_id: str) -> list[tuple[int, str]]:
     return [(p.step, p.value.hex()) for p in store.get_metric_history(run_id, "train_loss").items]
 
 
-def home_store(home: Path) -> SqlStore:
+def store_of(home: Path) -> SqlStore:
     """The store of `home`, created and migrated here, before a launcher opens it."""
     return SqlStore(f"sqlite:///{home / 'trainforge.db'}")
 
@@ -91,16 +90,12 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory, fraud_slice: Path) -
     """The training loss series of an uninterrupted job, by strategy: each launched once for
     the module, in a project (the same spec and data) and a home of its own."""
     root = tmp_path_factory.mktemp("uninterrupted")
-    project = root / "project"
-    project.mkdir()
-    for name in ("pipeline.yaml", "contract.yaml"):
-        shutil.copy(EXAMPLES / "fraud" / name, project / name)
-    shutil.copytree(fraud_slice, project / "data")
+    project = copy_fraud_project(root / "project", fraud_slice)
     series: dict[str, list[tuple[int, str]]] = {}
 
     def losses(strategy: str) -> list[tuple[int, str]]:
         if strategy not in series:
-            store = home_store(root / strategy)
+            store = store_of(root / strategy)
             summary, _ = finish(launch(project, root / strategy, strategy=strategy))
             series[strategy] = train_loss(store, summary["run_id"])
         return series[strategy]
@@ -120,7 +115,7 @@ def assert_same_losses(store: SqlStore, run_id: str, reference: list[tuple[int, 
 def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud_project, tmp_path,
                                                                           strategy, uninterrupted):
     home = tmp_path / "home"
-    store = home_store(home)
+    store = store_of(home)
     killed = launch(fraud_project, home, strategy=strategy)
     run_id = first_checkpoint(store, killed)
     pid = worker_pid(run_id, rank=1)
@@ -138,7 +133,7 @@ def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud
 def test_sigterm_to_the_launcher_preempts_the_job_and_resume_finishes_it(fraud_project, tmp_path,
                                                                          uninterrupted):
     home = tmp_path / "home"
-    store = home_store(home)
+    store = store_of(home)
     preempted = launch(fraud_project, home)
     run_id = first_checkpoint(store, preempted)
     preempted.send_signal(signal.SIGTERM)

@@ -438,7 +438,8 @@ def test_every_readme_command_runs_without_a_traceback(user_venv: Path, tmp_path
     # `make demo-digits` first adds scikit-learn, whose bundled images `prepare.py` writes
     subprocess.run([shutil.which("uv", path=str(Path(sys.executable).parent)) or "uv", "pip",
                     "install", "--quiet", "--python", str(user_venv / "bin" / "python"), "-c",
-                    str(REPO / "constraints.txt"), "scikit-learn>=1.3"], check=True)
+                    str(REPO / "constraints.txt"), "--compile-bytecode", "scikit-learn>=1.3"],
+                   check=True)
     session.run("python examples/digits/prepare.py")
     try:
         for command in readme_commands(README.read_text()):
