@@ -4,12 +4,13 @@ cold restart measured in the same run.
 
 The job is tests/train/elastic_script.py: two torchrun "nodes" of two CPU processes each
 (`--nnodes 1:2 --max-restarts 1`, c10d rendezvous on loopback), FSDP with sharded checkpoints
-every 2 steps. Once every worker did 10 steps, one node is killed (SIGKILL, agent and workers);
-the survivors' collectives fail, their agent re-forms the group with 2 processes, and the
-workers resume from the newest checkpoint (resharded 4 -> 2, the same global batch). The cold
-restart is what a job without elastic restarts gets at best: a fresh 2-process launch from a
-copy of the checkpoints taken at the kill, timed from its start to its first step (no failure
-to detect, no rendezvous to re-form). Prints one JSON object:
+every 2 steps. Every worker holds after step 10; one node is killed there (SIGKILL, agent and
+workers) and the others are released: the survivors' collectives fail, their agent re-forms
+the group with 2 processes, and the workers resume from the newest checkpoint (resharded
+4 -> 2, the same global batch). The cold restart is what a job without elastic restarts gets
+at best: a fresh 2-process launch from a copy of the checkpoints taken at the kill, timed from
+its start to its first step (no failure to detect, no rendezvous to re-form).
+Prints one JSON object:
 
 - `recovery_s`: kill -> first step after resuming; `goal_s` 300 and `within_goal`;
 - `cold_restart_s` and `recovery_vs_cold_restart` (recovery_s / cold_restart_s);
@@ -45,12 +46,13 @@ def lose_a_node(folder: Path) -> tuple[float, int, int, Path]:
     records, checkpoints = folder / "records", folder / "checkpoints"
     records.mkdir()
     port, run = job.free_port(), uuid.uuid4().hex
-    first = job.launch_node(checkpoints, records, 0.3, port, run, folder / "node0.log")
+    first = job.launch_node(checkpoints, records, 10, port, run, folder / "node0.log")
     time.sleep(1)
-    second = job.launch_node(checkpoints, records, 0.3, port, run, folder / "node1.log")
+    second = job.launch_node(checkpoints, records, 10, port, run, folder / "node1.log")
     try:
         job.wait_for_steps(records, 4 * 10, [first, second])
         killed_at = job.kill_node(second)
+        job.release(records)
         at_kill = folder / "at-kill"
         shutil.copytree(checkpoints, at_kill)
         if first.wait(timeout=600) != 0:

@@ -3,16 +3,18 @@ test_elastic.py as two torchrun "nodes" of two processes each, one of which is k
 
     python -m torch.distributed.run --nnodes 1:2 --nproc-per-node 2 --max-restarts 1 \\
         --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id ID \\
-        elastic_script.py CHECKPOINTS RECORDS PACE_S
+        elastic_script.py CHECKPOINTS RECORDS HOLD_AT_STEP
 
 Each worker appends one JSON line per optimizer step to RECORDS/rank<R>-attempt<A>.jsonl:
 {"step", "rows" (the row ids of its micro-batches), "world", "geometry", "t" (wall clock)};
-attempt A is torchrun's restart count. Steps of the first attempt sleep PACE_S, so a test
-can kill a node mid-epoch. Rank 0 writes RECORDS/resumed-<A>.json with the step it resumed
-from. Column 0 of the features is the row id; the model never sees it.
+attempt A is torchrun's restart count. In the first attempt every worker holds after step
+HOLD_AT_STEP (0: never) until RECORDS/released exists, so a test kills a node at a known step
+however loaded the machine is, then releases the survivors into their next collective. Rank 0
+writes RECORDS/resumed-<A>.json with the step it resumed from. Column 0 of the features is the
+row id; the model never sees it.
 
-The functions after `main` launch such a "node" and kill one (test_elastic.py and
-benchmarks/recovery.py).
+The functions after `main` launch such a "node", kill one and release the rest
+(test_elastic.py and benchmarks/recovery.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from trainforge.config import TrainingSpec
 from trainforge.train import Callback, Trainer, process_group
 
 ROWS, FEATURES, EPOCHS, BATCH_PER_RANK = 512, 4, 3, 16  # 4 processes: 64 rows a step
+HOLD_TIMEOUT_S = 600.0
 
 
 class RowRecorder(nn.Module):
@@ -52,8 +55,8 @@ class RowRecorder(nn.Module):
 
 
 class StepLog(Callback):
-    def __init__(self, model: RowRecorder, path: Path, pace: float) -> None:
-        self.model, self.path, self.pace = model, path, pace
+    def __init__(self, model: RowRecorder, path: Path, hold_at_step: int) -> None:
+        self.model, self.path, self.hold_at_step = model, path, hold_at_step
 
     def on_step_end(self, trainer: Trainer) -> None:
         geometry = trainer.geometry
@@ -63,7 +66,16 @@ class StepLog(Callback):
         with self.path.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         self.model.seen = []
-        time.sleep(self.pace)
+        if trainer.state.global_step == self.hold_at_step:
+            _wait_for_release(self.path.parent)
+
+
+def _wait_for_release(records: Path) -> None:
+    deadline = time.monotonic() + HOLD_TIMEOUT_S
+    while not (records / "released").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nothing created {records / 'released'} in {HOLD_TIMEOUT_S} s")
+        time.sleep(0.1)
 
 
 def data() -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +85,7 @@ def data() -> tuple[np.ndarray, np.ndarray]:
     return x, (x[:, 1] - x[:, 2] > 0).astype(np.float32)
 
 
-def main(checkpoints: str, records: str, pace: str) -> None:
+def main(checkpoints: str, records: str, hold_at_step: str) -> None:
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     with process_group("cpu"):
         rank = torch.distributed.get_rank()
@@ -83,7 +95,7 @@ def main(checkpoints: str, records: str, pace: str) -> None:
                               device="cpu", progress="off", optimizer={"lr": 0.01},
                               checkpoint={"every_n_steps": 2})
         log = StepLog(model, Path(records) / f"rank{rank}-attempt{attempt}.jsonl",
-                      float(pace) if attempt == 0 else 0.0)
+                      int(hold_at_step) if attempt == 0 else 0)
         trainer = Trainer(model, data(), None, config, task="binary", callbacks=[log],
                           checkpoint_dir=checkpoints, resume=True)
         trainer.fit()
@@ -99,7 +111,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def launch_node(checkpoints: Path, records: Path, pace: float, port: int, job: str,
+def launch_node(checkpoints: Path, records: Path, hold_at_step: int, port: int, job: str,
                 log: Path) -> subprocess.Popen:
     """One torchrun agent of the elastic job (`--nnodes 1:2`, 2 workers, one restart), in a
     session of its own. The agent whose launch comes first hosts the rendezvous."""
@@ -110,7 +122,7 @@ def launch_node(checkpoints: Path, records: Path, pace: float, port: int, job: s
                "--nproc-per-node", "2", "--max-restarts", "1", "--rdzv-backend", "c10d",
                "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", job, "--rdzv-conf",
                "last_call_timeout=1,keep_alive_interval=1,keep_alive_max_attempt=2",
-               __file__, str(checkpoints), str(records), str(pace)]
+               __file__, str(checkpoints), str(records), str(hold_at_step)]
     with log.open("w") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
@@ -121,6 +133,8 @@ def kill_node(agent: subprocess.Popen) -> float:
     their own, found through /proc). Returns the wall-clock time of the kill."""
     workers = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
                and _parent(entry) == agent.pid]
+    if agent.poll() is None and not workers:
+        raise RuntimeError(f"torchrun agent {agent.pid} has no worker processes to kill")
     killed_at = time.time()
     agent.kill()
     for pid in workers:
@@ -130,6 +144,11 @@ def kill_node(agent: subprocess.Popen) -> float:
             pass
     agent.wait()
     return killed_at
+
+
+def release(records: Path) -> None:
+    """Let the workers holding after HOLD_AT_STEP go on."""
+    (records / "released").touch()
 
 
 def _parent(proc: Path) -> int | None:

@@ -24,13 +24,15 @@ def test_a_job_that_loses_a_node_mid_epoch_finishes_with_every_row_trained_once(
     records, checkpoints = tmp_path / "records", tmp_path / "checkpoints"
     records.mkdir()
     port, job = script.free_port(), uuid.uuid4().hex
-    first = script.launch_node(checkpoints, records, 0.3, port, job, tmp_path / "node0.log")
+    # Mid-way through the second epoch, after a checkpoint: every worker holds there.
+    hold_at = STEPS_PER_EPOCH + 2
+    first = script.launch_node(checkpoints, records, hold_at, port, job, tmp_path / "node0.log")
     time.sleep(1)  # the first agent hosts the rendezvous
-    second = script.launch_node(checkpoints, records, 0.3, port, job, tmp_path / "node1.log")
+    second = script.launch_node(checkpoints, records, hold_at, port, job, tmp_path / "node1.log")
     try:
-        # Four workers, ten steps each: mid-way through the second epoch, after a checkpoint.
-        script.wait_for_steps(records, 4 * (STEPS_PER_EPOCH + 2), [first, second])
+        script.wait_for_steps(records, 4 * hold_at, [first, second])
         killed_at = script.kill_node(second)
+        script.release(records)
         assert first.wait(timeout=240) == 0, (tmp_path / "node0.log").read_text()[-4000:]
     finally:
         for agent in (first, second):
