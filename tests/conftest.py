@@ -1,10 +1,9 @@
 """Shared fixtures: an isolated TRAINFORGE_HOME for every test, stores on every backend, and an
 S3 server on loopback (moto's) with a fresh bucket per test.
 
-PostgreSQL tests use the server at `TRAINFORGE_TEST_PG_URL` (a libpq URL whose database is a
-maintenance database, default postgresql://postgres@127.0.0.1:5432/postgres). Each test gets a
-fresh database, dropped afterwards. An unreachable server skips those tests, or fails them when
-`TRAINFORGE_REQUIRE_POSTGRES=1`.
+PostgreSQL (pg_databases.py says which server, and what happens when it is down): `db_url` is a
+fresh database, dropped afterwards; `store` is the test process's migrated database, emptied
+after each test.
 """
 
 from __future__ import annotations
@@ -14,19 +13,14 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import pytest
+from pg_databases import ReusedDatabase, ReusedDatabases, fresh_database
 
 from trainforge.storage import Store, open_store
 
-if TYPE_CHECKING:
-    import psycopg
-
 pytest_plugins = ["fraud_fixtures"]
-
-DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,53 +73,55 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'db' / 'trainforge.db'}"
 
 
-def _sqlalchemy_url(libpq_url: str, database: str) -> str:
-    parts = urlsplit(libpq_url)
-    return urlunsplit(("postgresql+psycopg", parts.netloc, f"/{database}", parts.query, ""))
-
-
-def _admin_connection(admin_url: str) -> psycopg.Connection:
-    """An autocommit connection to the maintenance database, or skip/fail saying why."""
-    try:
-        import psycopg
-
-        return psycopg.connect(admin_url, autocommit=True, connect_timeout=5)
-    except Exception as exc:  # any failure (driver, network, auth) means no usable server
-        reason = f"PostgreSQL not reachable at {admin_url}: {exc}; set TRAINFORGE_TEST_PG_URL"
-        if os.environ.get("TRAINFORGE_REQUIRE_POSTGRES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A SQLAlchemy URL of a fresh, empty PostgreSQL database, dropped after the test."""
-    admin_url = os.environ.get("TRAINFORGE_TEST_PG_URL", DEFAULT_PG_URL)
-    name = f"tf_test_{uuid.uuid4().hex[:16]}"
-    with _admin_connection(admin_url) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield _sqlalchemy_url(admin_url, name)
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def reused_pg_databases() -> Iterator[ReusedDatabases]:
+    """The test process's migrated PostgreSQL databases (`store`'s among them), emptied after
+    each test that takes one and dropped at the end of the session."""
+    databases = ReusedDatabases()
+    try:
+        yield databases
+    finally:
+        databases.drop_all()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest) -> str:
-    """A fresh database URL on each backend."""
-    fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
-    return request.getfixturevalue(fixture)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each backend in turn: "sqlite", then "postgres"."""
+    return str(request.param)
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
+def db_url(backend: str, request: pytest.FixtureRequest) -> str:
+    """A fresh database URL on each backend, with nothing in it yet."""
+    return str(request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url"))
+
+
+@pytest.fixture
+def store(backend: str, request: pytest.FixtureRequest) -> Iterator[Store]:
     """A migrated, empty store on each backend, opened as users open it (`open_store`); its
-    connections are closed afterwards. The contract suite takes each area from it."""
-    opened = open_store(db_url)
+    connections are closed afterwards. The contract suite takes each area from it. On SQLite
+    it is a fresh file; on PostgreSQL the test process's database, emptied afterwards (a test
+    that needs a database of its own, or changes the schema, opens `db_url`)."""
+    database: ReusedDatabase | None = None
+    if backend == "sqlite":
+        url = request.getfixturevalue("sqlite_url")
+    else:
+        database = request.getfixturevalue("reused_pg_databases").get("store")
+        url = database.url
+    opened = open_store(url)
     try:
         yield opened
     finally:
         opened.close()
+        if database is not None:
+            database.empty()
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from webhook_receiver import FAST, SECRET, Clock, Receiver, come_up, deliver_all
 from trainforge.entities import DeliveryState, ModelStage, ModelVersion, StageOutcome
 from trainforge.errors import Conflict, NotFound
 from trainforge.events import Deliverer, subscribe
-from trainforge.storage import SqlStore, Store
+from trainforge.storage import SqlStore, Store, open_store
 
 ENVIRON = {"HOOK_SECRET": SECRET}
 MODEL_EVENTS = ["model.stage_changed", "model.promotion_refused"]
@@ -94,9 +94,20 @@ def _refuse_outbox_writes(url: str) -> None:
     engine.dispose()
 
 
+@pytest.fixture
+def own_store(db_url: str) -> Iterator[Store]:
+    """A store on a database of the test's own, at `db_url` (`store` is shared)."""
+    opened = open_store(db_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
 def test_what_an_event_announces_rolls_back_when_its_event_cannot_be_written(
-    db_url: str, store: Store
+    db_url: str, own_store: Store
 ) -> None:
+    store = own_store
     subscribe(store, "http://127.0.0.1:9/hook", [*MODEL_EVENTS, *DATA_EVENTS], "HOOK_SECRET")
     first, _ = _versions(store)
     run_id = first.run_id
@@ -169,8 +180,9 @@ def test_a_receiver_down_for_a_while_gets_every_event_once_in_order(
     assert {a.attempt for a in attempts if not a.delivered} == {1}
 
 
-def test_deliverers_racing_send_each_event_once(db_url: str, store: Store,
+def test_deliverers_racing_send_each_event_once(db_url: str, own_store: Store,
                                                 healthy: Receiver) -> None:
+    store = own_store
     subscribe(store, healthy.url, [*MODEL_EVENTS, *DATA_EVENTS], "HOOK_SECRET")
     written = {subject: _write(store, subject, 5) for subject in ("model:a", "model:b", "run:r")}
     stores = [SqlStore(db_url) for _ in range(3)]  # each as another process would open it

@@ -1,10 +1,10 @@
 """Optuna's storage tests on trainforge's storage (README.md says what was taken and adapted):
 each test's databases, the `postgres` mark, and the selection of the tests of our storage.
 
-- each storage a supplier opens gets a database of its own, a copy of one migrated once per
-  session (migrating trainforge's schema takes longer than most of these tests): a file under
-  the test's tmp_path, or a PostgreSQL database made from a template and dropped after the
-  test. PostgreSQL is found and skipped (or failed) as tests/conftest.py's `pg_url` says;
+- each storage a supplier opens gets a database of its own with trainforge's schema (migrating
+  it takes longer than most of these tests): a copy of a file migrated once per session, under
+  the test's tmp_path, or one of the test process's reused PostgreSQL databases, emptied after
+  the test (tests/pg_databases.py; skipped or failed as it says when the server is down);
 - a test parametrised with the mode "postgres" is marked `postgres`;
 - tests written for another storage only (Optuna's RDB, in-memory, file or Redis journal)
   are deselected, each for the reason in `OTHER_STORAGES`; their code stays as Optuna wrote it;
@@ -16,24 +16,17 @@ each test's databases, the `postgres` mark, and the selection of the tests of ou
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import trainforge_suppliers
+from pg_databases import ReusedDatabases
 
 from trainforge.storage.sql_tuning_journal import SqlJournalBackend
 
-if TYPE_CHECKING:
-    import psycopg
-
 HERE = Path(__file__).parent
-DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"  # as tests/conftest.py
 
 RDB = "asserts RDBStorage (hard-coded mode 'sqlite') and sets its attributes"
 FILE = "Optuna's JournalFileBackend, hard-coded"
@@ -108,43 +101,6 @@ def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _postgres_admin_url() -> str:
-    return os.environ.get("TRAINFORGE_TEST_PG_URL", DEFAULT_PG_URL)
-
-
-def _sqlalchemy_url(database: str) -> str:
-    parts = urlsplit(_postgres_admin_url())
-    return urlunsplit(("postgresql+psycopg", parts.netloc, f"/{database}", parts.query, ""))
-
-
-def _postgres_admin() -> psycopg.Connection:
-    """An autocommit connection to the maintenance database, or skip/fail saying why."""
-    try:
-        import psycopg
-
-        return psycopg.connect(_postgres_admin_url(), autocommit=True, connect_timeout=5)
-    except Exception as exc:  # any failure (driver, network, auth) means no usable server
-        reason = (f"PostgreSQL not reachable at {_postgres_admin_url()}: {exc}; "
-                  "set TRAINFORGE_TEST_PG_URL")
-        if os.environ.get("TRAINFORGE_REQUIRE_POSTGRES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def migrated_postgres() -> Iterator[str]:
-    """The name of a PostgreSQL database with trainforge's schema, the template of the tests'
-    databases; dropped after the session."""
-    name = f"tf_test_template_{uuid.uuid4().hex[:16]}"
-    with _postgres_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            SqlJournalBackend(_sqlalchemy_url(name)).close()
-            yield name
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def _copy_sqlite(request: pytest.FixtureRequest, number: int) -> str:
     template: Path = request.getfixturevalue("migrated_sqlite")
     tmp_path: Path = request.getfixturevalue("tmp_path")
@@ -154,17 +110,10 @@ def _copy_sqlite(request: pytest.FixtureRequest, number: int) -> str:
 
 
 def _copy_postgres(request: pytest.FixtureRequest, number: int) -> str:
-    template: str = request.getfixturevalue("migrated_postgres")
-    name = f"tf_test_{uuid.uuid4().hex[:16]}"
-    with _postgres_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-
-    def drop() -> None:
-        with _postgres_admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    request.addfinalizer(drop)
-    return _sqlalchemy_url(name)
+    databases: ReusedDatabases = request.getfixturevalue("reused_pg_databases")
+    database = databases.get(f"optuna-storage-{number}")
+    request.addfinalizer(database.empty)
+    return database.url
 
 
 COPIES: dict[str, Callable[[pytest.FixtureRequest, int], str]] = {
@@ -173,7 +122,7 @@ COPIES: dict[str, Callable[[pytest.FixtureRequest, int], str]] = {
 
 @pytest.fixture(autouse=True)
 def _test_databases(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each storage the suppliers open in this test gets a fresh database of its mode."""
+    """Each storage the suppliers open in this test gets an empty database of its mode."""
     numbers = itertools.count()
     monkeypatch.setattr(trainforge_suppliers, "database_url",
                         lambda mode: COPIES[mode](request, next(numbers)))
