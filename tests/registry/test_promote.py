@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from home import home_artifacts, home_store
-from registry_versions import MAX_DROP
+from registry_versions import MAX_DROP, MIN_AUC
 from sqlalchemy import create_engine, text
 from webhook_receiver import SECRET, Receiver, serve
 
@@ -184,7 +184,8 @@ def test_staging_from_none_rechecks_the_thresholds(store: SqlStore) -> None:
     version = store.get_model_version(MODEL, "2")
     store.create_model_version(MODEL, version.run_id, version.artifact_uri, S.NONE,
                                {"test_roc_auc": 0.5})
-    with pytest.raises(GatesFailed, match="threshold:test_roc_auc: test_roc_auc 0.5 < min"):
+    refused = f"threshold:test_roc_auc: test_roc_auc >= {MIN_AUC}: got 0.5"
+    with pytest.raises(GatesFailed, match=refused):
         _promote(store, "3", S.STAGING)
 
 

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from trainforge.config import GateSpec, MetricLimitSpec
+from trainforge.registry import check_gates
 from trainforge.registry._promotion import (
     export_parity_gate,
     max_drop_gate,
@@ -22,9 +23,20 @@ def test_thresholds_pass_within_limits_and_fail_outside_or_unmeasured() -> None:
         GateSpec(metric="test_roc_auc", min=0.85), GateSpec(metric="test_log_loss", max=0.3),
         GateSpec(metric="x", min=0), GateSpec(metric="missing", min=0)])
     assert [o.passed for o in outcomes] == [True, False, False, False]
-    assert outcomes[1].message == "test_log_loss 0.5 > max 0.3"
+    assert outcomes[1].message == "test_log_loss <= 0.3: got 0.5"
     assert outcomes[1].figures == {"min": None, "max": 0.3, "value": 0.5}
-    assert [o.message for o in outcomes[2:]] == ["x was not measured", "missing was not measured"]
+    assert [o.message for o in outcomes[2:]] == [
+        "x: is NaN", "missing: not measured (have test_log_loss, test_roc_auc, x)"]
+
+
+def test_the_gate_step_and_promotion_decide_a_threshold_alike() -> None:
+    metrics = {"test_roc_auc": 0.8, "nan": math.nan}
+    gates = [GateSpec(metric="test_roc_auc", min=0.85), GateSpec(metric="test_roc_auc", min=0.5),
+             GateSpec(metric="nan", max=1), GateSpec(metric="missing", min=0)]
+    outcomes = threshold_gates(metrics, gates)
+    step = check_gates(metrics, gates)
+    assert step.failures == tuple(o.message for o in outcomes if not o.passed)
+    assert [o.passed for o in outcomes] == [False, True, False, False] and not step.passed
 
 
 @pytest.mark.parametrize(("ours", "theirs", "passed"), [

@@ -5,7 +5,8 @@ thresholds, the slice gaps and export parity (a canary serves real traffic, but 
 with production by that traffic, not by a gate); staging the thresholds (a version registered
 without them passing, or restored from archived, must pass them again); archived none.
 
-- threshold (`evaluation.gates`): the metric must be measured, a number, within [min, max];
+- threshold (`evaluation.gates`): the metric must be measured, a number, within [min, max]
+  (the pipeline's gate step decides the same way: `check_gates`);
 - max_drop: the candidate's metric may be worse than production's by at most `max`, both
   measured on the candidate's test split (the caller re-scores production; stored numbers are
   never compared). Worse is lower, except for the metrics in `LOWER_IS_BETTER`. With no
@@ -63,14 +64,18 @@ def threshold_gates(metrics: Mapping[str, float], gates: Sequence[GateSpec]) -> 
 def _threshold(metrics: Mapping[str, float], gate: GateSpec) -> GateOutcome:
     name = f"{THRESHOLD}:{gate.metric}"
     figures: dict[str, Any] = {"min": gate.min, "max": gate.max}
-    value = metrics.get(gate.metric)
-    if value is None or math.isnan(value):
-        return GateOutcome(name, False, f"{gate.metric} was not measured", figures)
-    figures["value"] = value
+    if gate.metric not in metrics or metrics[gate.metric] is None:
+        return GateOutcome(name, False, f"{gate.metric}: not measured (have "
+                           f"{', '.join(sorted(metrics)) or 'no metrics'})", figures)
+    value = figures["value"] = metrics[gate.metric]
+    if math.isnan(value):
+        return GateOutcome(name, False, f"{gate.metric}: is NaN", figures)
     if gate.min is not None and value < gate.min:
-        return GateOutcome(name, False, f"{gate.metric} {value:.4g} < min {gate.min}", figures)
+        return GateOutcome(name, False, f"{gate.metric} >= {gate.min}: got {value:.4g}",
+                           figures)
     if gate.max is not None and value > gate.max:
-        return GateOutcome(name, False, f"{gate.metric} {value:.4g} > max {gate.max}", figures)
+        return GateOutcome(name, False, f"{gate.metric} <= {gate.max}: got {value:.4g}",
+                           figures)
     return GateOutcome(name, True, f"{gate.metric} {value:.4g} within limits", figures)
 
 
