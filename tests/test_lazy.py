@@ -10,9 +10,10 @@ import pytest
 import trainforge
 
 LAZY_PACKAGES = ["trainforge", "trainforge.config", "trainforge.evaluate", "trainforge.export",
-                 "trainforge.models", "trainforge.serving",
-                 "trainforge.pipeline", "trainforge.storage", "trainforge.tracking",
-                 "trainforge.train", "trainforge.tuning"]
+                 "trainforge.ingest", "trainforge.models", "trainforge.profiles",
+                 "trainforge.serving", "trainforge.pipeline", "trainforge.storage",
+                 "trainforge.tracking", "trainforge.train", "trainforge.tuning",
+                 "trainforge.validate"]
 
 
 @pytest.mark.parametrize("name", LAZY_PACKAGES)

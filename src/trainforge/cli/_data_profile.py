@@ -30,7 +30,7 @@ def data_profile(
 ) -> None:
     """Profile SOURCE (count, nulls, min/max/mean/std, quantiles, top values, distinct) and
     store the profile beside its data version."""
-    from trainforge.profiles._stored import profile_source
+    from trainforge.profiles import profile_source
 
     repository = _repository()
     try:
@@ -92,7 +92,7 @@ def _repository() -> DataRepository:
 
 def _profile_of(repository: DataRepository, reference: str) -> tuple[str, DatasetProfile]:
     """A stored version's profile when `reference` names a version, else the source's."""
-    from trainforge.profiles._stored import load_profile, profile_source
+    from trainforge.profiles import load_profile, profile_source
 
     try:
         version_id = repository.resolve(reference)

@@ -6,7 +6,7 @@ Every transform is fitted on the training split only and saved as JSON (never pi
 
 from __future__ import annotations
 
-from trainforge.features._base import Transform
+from trainforge.features._base import Scalar, Transform, numeric_values, ranked_values
 from trainforge.features._impute import Impute
 from trainforge.features._onehot import OneHot
 from trainforge.features._pipeline import FeaturePipeline
@@ -18,8 +18,11 @@ __all__ = [
     "Impute",
     "MinMax",
     "OneHot",
+    "Scalar",
     "Selection",
     "Standardize",
     "Transform",
+    "numeric_values",
+    "ranked_values",
     "select_features",
 ]

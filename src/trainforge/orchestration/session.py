@@ -120,8 +120,7 @@ def run_steps(dag: Dag, *, settings: Settings | None = None, store: Store | None
               options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
               listener: StepListener | None = None, resume: str | None = None) -> PipelineOutcome:
     """Run `dag` as a new pipeline run (or continue `resume`) recording to a tracked run."""
-    from trainforge.tracking import default_store, start_run
-    from trainforge.tracking._liveness import process_record
+    from trainforge.tracking import default_store, process_record, start_run
 
     settings = settings or Settings.from_env()
     store = store if store is not None else default_store(settings)
@@ -150,8 +149,7 @@ def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
     its source with the code as it is now; the steps without stored outputs and those after
     them run. `ResumeRefused` when it succeeded, was started without a source, or is still
     running (its tracked run's process alive on this host, or its heartbeat fresh)."""
-    from trainforge.tracking import default_store
-    from trainforge.tracking._liveness import is_alive, where_running
+    from trainforge.tracking import default_store, is_alive, where_running
 
     settings = settings or Settings.from_env()
     store = store if store is not None else default_store(settings)

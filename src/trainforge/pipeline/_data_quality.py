@@ -26,8 +26,13 @@ from trainforge.events import DRIFT_DETECTED, data_event
 from trainforge.ingest import IngestResult
 from trainforge.pipeline._alerts import Alert
 from trainforge.pipeline._streaming import StreamedData
-from trainforge.profiles import DatasetProfile, compute_drift
-from trainforge.profiles._stored import load_profile, profile_ingested, profile_listing
+from trainforge.profiles import (
+    DatasetProfile,
+    compute_drift,
+    load_profile,
+    profile_ingested,
+    profile_listing,
+)
 from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
 from trainforge.versioning import DataRepository

@@ -56,7 +56,7 @@ from typing import Any
 from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, Preempted, SpecError, TrainingError
-from trainforge.ingest._reopen import holding_storage_options
+from trainforge.ingest import holding_storage_options
 from trainforge.orchestration import Dag, RunOptions
 from trainforge.orchestration.session import value_store
 from trainforge.orchestration.values import ValueRef, ValueStore

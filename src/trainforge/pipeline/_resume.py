@@ -32,7 +32,7 @@ from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
 from trainforge.pipeline._identity import spec_hash
 from trainforge.storage import RunStore
-from trainforge.tracking._liveness import is_alive, where_running
+from trainforge.tracking import is_alive, where_running
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
 CANDIDATES = 100  # newest runs of the same spec looked at by `resume: auto`

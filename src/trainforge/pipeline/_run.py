@@ -38,7 +38,7 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
-from trainforge.ingest._reopen import holding_storage_options
+from trainforge.ingest import holding_storage_options
 from trainforge.orchestration import Dag, InProcessRunner, Step, StepListener
 from trainforge.orchestration.session import value_store
 from trainforge.orchestration.steps import StepDefinition, as_step
@@ -56,8 +56,7 @@ from trainforge.pipeline._resume import (
 from trainforge.registry import GateResult
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, default_store, start_run
-from trainforge.tracking._liveness import process_record
+from trainforge.tracking import RunHandle, default_store, process_record, start_run
 from trainforge.train import Callback
 from trainforge.versioning import DataRepository, open_repository
 

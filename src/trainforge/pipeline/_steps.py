@@ -46,10 +46,10 @@ from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, s
 from trainforge.validate import (
     QuarantineWriter,
     ValidationReport,
+    frame_batches,
     load_contract,
     quarantine_frame,
 )
-from trainforge.validate._checks import frame_batches
 from trainforge.versioning import DataRepository
 
 log = logging.getLogger("trainforge")

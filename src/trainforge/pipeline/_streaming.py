@@ -24,9 +24,13 @@ from trainforge.config import DataSpec, FeaturesSpec
 from trainforge.entities import DataVersion
 from trainforge.errors import DataError
 from trainforge.features import FeaturePipeline, select_features
-from trainforge.ingest import SourceFile, list_source_files
-from trainforge.ingest._hashing import file_sha256
-from trainforge.ingest._result import content_id, data_version_of
+from trainforge.ingest import (
+    SourceFile,
+    content_id,
+    data_version_of,
+    file_sha256,
+    list_source_files,
+)
 from trainforge.pipeline._alerts import Alert
 from trainforge.pipeline._dataset import Dataset, binary_classes, encode_classes
 from trainforge.pipeline._steps import (
@@ -48,8 +52,7 @@ from trainforge.streaming import (
     plan_split,
 )
 from trainforge.tracking import RunRecorder
-from trainforge.validate import ContractChecker, load_contract
-from trainforge.validate._stage import enforce
+from trainforge.validate import ContractChecker, enforce, load_contract
 from trainforge.versioning import DataRepository
 
 

@@ -27,31 +27,36 @@ import torch
 
 from trainforge.config import ModelSpec, SplitSpec
 from trainforge.entities import ModelStage, ModelVersion
-from trainforge.evaluate import EvalReport
-from trainforge.evaluate._threshold import ThresholdChoice
+from trainforge.evaluate import EvalReport, ThresholdChoice
 from trainforge.features import FeaturePipeline
-from trainforge.ingest import IngestResult
-from trainforge.ingest._reopen import option_names, reopen_filesystem
-from trainforge.ingest._result import SourceFile
-from trainforge.ingest._sources import SourceFileInfo, SourceListing
-from trainforge.ingest._stream import StoredLineMaps
+from trainforge.ingest import (
+    IngestResult,
+    SourceFile,
+    SourceFileInfo,
+    SourceListing,
+    StoredLineMaps,
+    option_names,
+    reopen_filesystem,
+)
 from trainforge.models import build_model
 from trainforge.orchestration.value_types import register_value_type
 from trainforge.pipeline._cross_validation import CrossValidation
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._steps import TrainedModel
 from trainforge.pipeline._streaming import StreamedData, StreamedSplits
-from trainforge.profiles import DatasetProfile
-from trainforge.profiles._drift import ColumnDrift, DriftReport
+from trainforge.profiles import ColumnDrift, DatasetProfile, DriftReport
 from trainforge.registry import GateResult
 from trainforge.split import Splits
-from trainforge.streaming import StreamingSource, TargetEncoder
-from trainforge.streaming._row_groups import RowGroup, RowGroupPlan
-from trainforge.streaming._selection import RankedValue
-from trainforge.streaming._split import StreamSplit
+from trainforge.streaming import (
+    RankedValue,
+    RowGroup,
+    RowGroupPlan,
+    StreamingSource,
+    StreamSplit,
+    TargetEncoder,
+)
 from trainforge.train import TrainResult
-from trainforge.validate import ValidationReport
-from trainforge.validate._report import Violation
+from trainforge.validate import ValidationReport, Violation
 
 
 def _ingested(value: IngestResult) -> dict[str, Any]:

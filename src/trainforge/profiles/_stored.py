@@ -16,11 +16,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.ingest import IngestResult, SourceListing, list_source_files
-from trainforge.ingest._formats import file_batches
-from trainforge.ingest._hashing import HashCache, file_sha256
-from trainforge.ingest._result import content_id
-from trainforge.ingest._stream import DEFAULT_BATCH_ROWS, check_columns, with_partitions
+from trainforge.ingest import (
+    DEFAULT_BATCH_ROWS,
+    HashCache,
+    IngestResult,
+    SourceListing,
+    check_columns,
+    content_id,
+    file_batches,
+    file_sha256,
+    list_source_files,
+    with_partitions,
+)
 from trainforge.profiles._dataset import DatasetProfile, merge_all
 from trainforge.storage.contracts import DataVersionStore
 
@@ -65,7 +72,7 @@ def profile_files(store: DataVersionStore, version_id: str,
 
 def profile_ingested(store: DataVersionStore, raw: IngestResult) -> StoredProfile:
     """The profile of the files `raw` read (all their rows), from the rows in memory."""
-    from trainforge.validate._checks import frame_batches
+    from trainforge.validate import frame_batches
 
     ends = [0]
     for file in raw.files:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from trainforge.config import PipelineSpec, recorded_spec
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import ArtifactError, TrainforgeError
-from trainforge.export._report import REPORT_ARTIFACT
+from trainforge.export import REPORT_ARTIFACT
 from trainforge.registry._promotion import (
     EXPORT_PARITY,
     GATES_BY_STAGE,

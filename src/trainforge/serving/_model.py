@@ -78,9 +78,10 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     from trainforge.evaluate import load_stored_model
-    from trainforge.export import read_export_report, read_golden_set
-    from trainforge.export._bundle import (
+    from trainforge.export import (
         read_contract,
+        read_export_report,
+        read_golden_set,
         served_contract,
         training_profile,
     )
@@ -135,7 +136,7 @@ def _threshold(artifacts: ArtifactStore, run_id: str) -> float:
 def _onnx_scorer(model: bytes, threads: int) -> Scorer:
     import onnxruntime as ort
 
-    from trainforge.export._formats import INPUT_NAME
+    from trainforge.export import INPUT_NAME
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

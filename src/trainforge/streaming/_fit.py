@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from trainforge.errors import DataError
-from trainforge.features import FeaturePipeline, Transform
-from trainforge.features._base import Scalar, numeric_values, ranked_values
+from trainforge.features import FeaturePipeline, Scalar, Transform, numeric_values, ranked_values
 from trainforge.streaming._selection import select_ranks
 
 # The training rows' `columns`, batch by batch; each call is a new pass from the first row.

@@ -36,7 +36,7 @@ from trainforge.features import FeaturePipeline
 from trainforge.streaming._row_groups import RowGroupPlan
 from trainforge.streaming._split import TRAIN, StreamSplit
 from trainforge.streaming._targets import TargetEncoder
-from trainforge.train._batches import Batch
+from trainforge.train import Batch
 
 DEFAULT_SHUFFLE_ROWS = 65_536
 

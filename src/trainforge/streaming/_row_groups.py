@@ -21,8 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trainforge.errors import DataError
-from trainforge.ingest._sources import SourceFileInfo, SourceListing
-from trainforge.ingest._stream import with_partitions
+from trainforge.ingest import SourceFileInfo, SourceListing, with_partitions
 
 _READ_ERRORS = (ValueError, OSError, pa.ArrowException)
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from trainforge.tracking._defaults import default_store
     from trainforge.tracking._environment import GitState, capture_environment, git_state
+    from trainforge.tracking._liveness import is_alive, process_record, where_running
     from trainforge.tracking._recorder import RunRecorder
     from trainforge.tracking._run import RunHandle, active_run, start_run
 
@@ -49,11 +50,14 @@ _EXPORTS = {
     "get_metric_history": "trainforge.tracking._api",
     "get_run": "trainforge.tracking._api",
     "git_state": "trainforge.tracking._environment",
+    "is_alive": "trainforge.tracking._liveness",
     "parse_filter": "trainforge.storage.query",
     "parse_sort": "trainforge.storage.query",
+    "process_record": "trainforge.tracking._liveness",
     "replay_spills": "trainforge.tracking._api",
     "search_runs": "trainforge.tracking._api",
     "start_run": "trainforge.tracking._run",
+    "where_running": "trainforge.tracking._liveness",
 }
 
 __all__ = [
@@ -71,11 +75,14 @@ __all__ = [
     "get_metric_history",
     "get_run",
     "git_state",
+    "is_alive",
     "parse_filter",
     "parse_sort",
+    "process_record",
     "replay_spills",
     "search_runs",
     "start_run",
+    "where_running",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trainforge.train._batches import BatchSource, LoaderBatches, TensorBatches, make_batches
+    from trainforge.train._batches import (
+        Batch,
+        BatchSource,
+        LoaderBatches,
+        TensorBatches,
+        make_batches,
+    )
     from trainforge.train._callbacks import Callback
     from trainforge.train._metric_names import logged_metric_names
     from trainforge.train._monitors import EarlyStopping, NanGuard
@@ -34,10 +40,11 @@ if TYPE_CHECKING:
     from trainforge.train._weights import load_weights, save_weights
 
 _EXPORTS = {
+    "Batch": "trainforge.train._batches",
+    "BatchSource": "trainforge.train._batches",
     "Callback": "trainforge.train._callbacks",
     "EarlyStopping": "trainforge.train._monitors",
     "LRSchedule": "trainforge.train._optim",
-    "BatchSource": "trainforge.train._batches",
     "LoaderBatches": "trainforge.train._batches",
     "MetricSink": "trainforge.train._sinks",
     "NanGuard": "trainforge.train._monitors",
@@ -67,6 +74,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Batch",
     "BatchSource",
     "Callback",
     "EarlyStopping",

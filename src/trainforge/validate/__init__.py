@@ -13,7 +13,7 @@ from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trainforge.validate._checker import ContractChecker
-    from trainforge.validate._checks import check_contract
+    from trainforge.validate._checks import check_contract, frame_batches
     from trainforge.validate._contract import (
         ColumnRule,
         FreshnessRule,
@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     )
     from trainforge.validate._quarantine import QuarantineWriter
     from trainforge.validate._report import ValidationReport, Violation
-    from trainforge.validate._stage import ContractWarning, quarantine_frame, validate_frame
+    from trainforge.validate._stage import (
+        ContractWarning,
+        enforce,
+        quarantine_frame,
+        validate_frame,
+    )
 
 _EXPORTS = {
     "ColumnRule": "trainforge.validate._contract",
@@ -36,6 +41,8 @@ _EXPORTS = {
     "ValidationReport": "trainforge.validate._report",
     "Violation": "trainforge.validate._report",
     "check_contract": "trainforge.validate._checks",
+    "enforce": "trainforge.validate._stage",
+    "frame_batches": "trainforge.validate._checks",
     "load_contract": "trainforge.validate._contract",
     "quarantine_frame": "trainforge.validate._stage",
     "validate_frame": "trainforge.validate._stage",
@@ -52,6 +59,8 @@ __all__ = [
     "ValidationReport",
     "Violation",
     "check_contract",
+    "enforce",
+    "frame_batches",
     "load_contract",
     "quarantine_frame",
     "validate_frame",

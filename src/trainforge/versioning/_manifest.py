@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from trainforge.errors import DataError
-from trainforge.ingest._result import content_id
+from trainforge.ingest import content_id
 
 MANIFEST_FORMAT = 1
 

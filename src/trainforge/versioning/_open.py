@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trainforge.config import Settings
 from trainforge.errors import DataError, ObjectStoreError
-from trainforge.ingest._hashing import HashCache
+from trainforge.ingest import HashCache
 from trainforge.storage.contracts import DataVersionStore
 from trainforge.storage.objects import open_object_store
 from trainforge.versioning._repository import DataRepository

@@ -42,9 +42,17 @@ from typing import Any, BinaryIO, TypeVar
 
 from trainforge.entities import DataTag, DataVersion
 from trainforge.errors import DataError, NotFound, ObjectNotFound
-from trainforge.ingest._formats import count_rows, csv_rows_without_parsing
-from trainforge.ingest._hashing import HashCache, file_sha256, stat_key
-from trainforge.ingest._sources import Format, SourceFileInfo, SourceListing, list_source_files
+from trainforge.ingest import (
+    Format,
+    HashCache,
+    SourceFileInfo,
+    SourceListing,
+    count_rows,
+    csv_rows_without_parsing,
+    file_sha256,
+    list_source_files,
+    stat_key,
+)
 from trainforge.storage.contracts import DataVersionStore
 from trainforge.storage.objects import ObjectBatch, ObjectStore
 from trainforge.versioning._manifest import Manifest, ManifestEntry
