@@ -207,8 +207,8 @@ def save_pyfunc(env: dict[str, str], path: Path, pyfunc: Any) -> None:
 
     class FraudModel(pyfunc.PythonModel):  # type: ignore[misc,name-defined]
         def load_context(self, context: Any) -> None:
-            from trainforge.evaluate import load_stored_model
             from trainforge.storage.artifacts import open_artifact_store
+            from trainforge.train import load_stored_model
 
             self.model = load_stored_model(open_artifact_store(settings.artifact_root),
                                            version.run_id)

@@ -9,9 +9,9 @@ import pytest
 from home import home_artifacts
 
 from trainforge.errors import ArtifactError
-from trainforge.evaluate import load_stored_model, predict_scores
+from trainforge.evaluate import predict_scores
 from trainforge.pipeline import run_pipeline
-from trainforge.train import Callback
+from trainforge.train import Callback, load_stored_model
 
 
 class KeepModel(Callback):

@@ -88,7 +88,7 @@ def test_the_report_and_bundle_are_stored_under_export(exported, trained):
 
 
 def test_the_exported_onnx_scores_the_golden_set_as_the_torch_model(exported, trained):
-    from trainforge.evaluate import load_stored_model
+    from trainforge.train import load_stored_model
 
     stored = load_stored_model(trained.artifacts, trained.run_id)
     golden = trained.golden()

@@ -35,13 +35,20 @@ def _fitted(transform: Transform, frame: pd.DataFrame = TRAIN) -> Transform:
 
 def test_public_api() -> None:
     assert features.__all__ == [
+        "FeatureError",
         "FeaturePipeline",
         "Impute",
         "MinMax",
         "OneHot",
+        "Scalar",
         "Selection",
+        "ServedEncoder",
         "Standardize",
         "Transform",
+        "check_served_features",
+        "compile_encoder",
+        "numeric_values",
+        "ranked_values",
         "select_features",
     ]
 

@@ -31,8 +31,11 @@ def _write_parts(folder: Path) -> list[Path]:
 
 def test_public_api() -> None:
     assert ingest.__all__ == [
-        "IngestResult", "SourceBatch", "SourceFile", "SourceFileInfo", "SourceListing",
-        "iter_batches", "list_source_files", "read_columns", "read_table"]
+        "DEFAULT_BATCH_ROWS", "Format", "HashCache", "IngestResult", "SourceBatch", "SourceFile",
+        "SourceFileInfo", "SourceListing", "StoredLineMaps", "check_columns", "content_id",
+        "count_rows", "csv_rows_without_parsing", "data_version_of", "file_batches", "file_sha256",
+        "holding_storage_options", "iter_batches", "list_source_files", "option_names",
+        "read_columns", "read_table", "reopen_filesystem", "stat_key", "with_partitions"]
 
 
 def test_reads_one_csv_file_with_its_hash_and_size(tmp_path: Path) -> None:

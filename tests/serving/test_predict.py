@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from trainforge.evaluate import load_stored_model
 from trainforge.serving import load_served_version, predict_file, resolve_version
+from trainforge.train import load_stored_model
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 

@@ -15,8 +15,8 @@ from live_server import CANARY_SHARE, live_server, records_of, router_of, wait_f
 from trained_fraud import TrainedFraud
 
 from trainforge.entities import ModelStage
-from trainforge.evaluate import load_stored_model
 from trainforge.serving import create_app
+from trainforge.train import load_stored_model
 
 
 @pytest.fixture(scope="module")

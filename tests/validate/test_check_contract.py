@@ -28,20 +28,9 @@ def _only(report: validate.ValidationReport) -> Violation:
 
 def test_public_api() -> None:
     assert validate.__all__ == [
-        "ColumnRule",
-        "ContractChecker",
-        "ContractWarning",
-        "FreshnessRule",
-        "QuarantineWriter",
-        "RowsRule",
-        "SchemaContract",
-        "ValidationReport",
-        "Violation",
-        "check_contract",
-        "load_contract",
-        "quarantine_frame",
-        "validate_frame",
-    ]
+        "ColumnRule", "ContractChecker", "ContractWarning", "FreshnessRule", "QuarantineWriter",
+        "RowsRule", "SchemaContract", "ValidationReport", "Violation", "check_contract", "enforce",
+        "frame_batches", "load_contract", "quarantine_frame", "validate_frame"]
 
 
 def test_a_conforming_frame_passes() -> None:

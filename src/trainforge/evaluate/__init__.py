@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from trainforge.evaluate._names import METRICS_BY_TASK
     from trainforge.evaluate._plots import render_plots
     from trainforge.evaluate._slices import SliceReport, slice_metrics
-    from trainforge.evaluate._stored import StoredModel, load_stored_model
     from trainforge.evaluate._threshold import ThresholdChoice, choose_threshold
 
 _EXPORTS = {
@@ -51,8 +50,6 @@ _EXPORTS = {
     "roc_auc": "trainforge.evaluate._metrics",
     "score_report": "trainforge.evaluate._evaluate",
     "slice_metrics": "trainforge.evaluate._slices",
-    "StoredModel": "trainforge.evaluate._stored",
-    "load_stored_model": "trainforge.evaluate._stored",
 }
 
 __all__ = [
@@ -73,8 +70,6 @@ __all__ = [
     "roc_auc",
     "score_report",
     "slice_metrics",
-    "StoredModel",
-    "load_stored_model",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -28,7 +28,7 @@ from trainforge.validate import ColumnRule, SchemaContract, load_contract
 
 def input_columns(pipeline: Any) -> list[str]:
     """The raw columns a fitted feature pipeline reads, in first-use order."""
-    from trainforge.serving import compile_encoder
+    from trainforge.features import compile_encoder
 
     return list(compile_encoder(pipeline).inputs)
 
@@ -61,7 +61,7 @@ def read_contract(data: bytes) -> SchemaContract:
 
 def training_profile(pipeline: Any, golden: pd.DataFrame) -> dict[str, Any]:
     """Per input column: `{"min", "max"}` for numbers, `{"categories"}` for one-hot inputs."""
-    from trainforge.serving import compile_encoder
+    from trainforge.features import compile_encoder
 
     encoder = compile_encoder(pipeline)
     state = json.loads(pipeline.to_json())

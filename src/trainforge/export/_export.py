@@ -25,7 +25,7 @@ import torch
 
 from trainforge.entities import Run
 from trainforge.errors import ArtifactError, ExportError
-from trainforge.evaluate import StoredModel, load_stored_model, predict_scores
+from trainforge.evaluate import predict_scores
 from trainforge.export._bundle import contract_yaml, served_contract, training_profile
 from trainforge.export._formats import (
     INPUT_NAME,
@@ -37,6 +37,7 @@ from trainforge.export._formats import (
 )
 from trainforge.export._report import REPORT_ARTIFACT, ExportReport, VariantReport, judge_variant
 from trainforge.storage.artifacts import ArtifactStore
+from trainforge.train import StoredModel, load_stored_model
 
 GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
 LATENCY_BATCH = 256

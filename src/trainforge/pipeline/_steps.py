@@ -316,7 +316,7 @@ def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained:
     features on the golden set (the test split)."""
     if spec is None or registry is None or not gate.passed:
         return {"model_version": None}
-    from trainforge.serving import check_served_features
+    from trainforge.features import check_served_features
 
     check_served_features(feature_pipeline, splits.test, run.run_id)
     info = run.info()

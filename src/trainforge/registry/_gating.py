@@ -86,8 +86,8 @@ def _rescored_pair(
     runs: RunStore, artifacts: ArtifactStore, spec: PipelineSpec, candidate: ModelVersion,
     production: ModelVersion,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    from trainforge.evaluate import load_stored_model
     from trainforge.registry._rescore import load_golden_set, rescore
+    from trainforge.train import load_stored_model
 
     frame = load_golden_set(artifacts, candidate.run_id)
     production_spec = recorded_spec(runs.get_run(production.run_id).params)

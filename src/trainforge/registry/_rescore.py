@@ -20,8 +20,8 @@ from trainforge.errors import ArtifactError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from trainforge.evaluate import StoredModel
     from trainforge.storage.artifacts import ArtifactStore
+    from trainforge.train import StoredModel
 
 GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
 

@@ -42,7 +42,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from trainforge.serving._encoder import FeatureError
+from trainforge.features import FeatureError
 from trainforge.serving._openapi import HealthAnswer, MetadataAnswer, predict_operation
 from trainforge.serving._router import VersionRouter
 

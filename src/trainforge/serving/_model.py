@@ -19,8 +19,8 @@ import numpy as np
 
 from trainforge.entities import ModelVersion, Run
 from trainforge.errors import ExportError
+from trainforge.features import ServedEncoder, check_served_features, compile_encoder
 from trainforge.serving._checks import RecordChecker
-from trainforge.serving._encoder import ServedEncoder, check_served_features, compile_encoder
 from trainforge.storage.artifacts import ArtifactStore
 
 DEFAULT_THRESHOLD = 0.5
@@ -77,7 +77,6 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
     threads."""
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
-    from trainforge.evaluate import load_stored_model
     from trainforge.export import (
         read_contract,
         read_export_report,
@@ -85,6 +84,7 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
         served_contract,
         training_profile,
     )
+    from trainforge.train import load_stored_model
 
     stored = load_stored_model(artifacts, run.run_id)
     golden = read_golden_set(artifacts, run.run_id)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import DataError, NotFound
-from trainforge.serving._encoder import FeatureError
+from trainforge.features import FeatureError
 from trainforge.serving._model import ServedVersion
 from trainforge.serving._router import stage_version
 from trainforge.storage import RegistryStore

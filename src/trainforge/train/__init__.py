@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from trainforge.train._profiler import ProfilerCallback
     from trainforge.train._progress import make_progress
     from trainforge.train._sinks import MetricSink, NullSink
+    from trainforge.train._stored import StoredModel, load_stored_model
     from trainforge.train._strategy import Strategy, make_strategy, process_group, resolve_device
     from trainforge.train._trainer import Trainer, TrainResult, TrainState, infer_task, make_loss
     from trainforge.train._weights import load_weights, save_weights
@@ -52,6 +53,7 @@ _EXPORTS = {
     "Precision": "trainforge.train._precision",
     "PreemptionNotice": "trainforge.train._preemption",
     "ProfilerCallback": "trainforge.train._profiler",
+    "StoredModel": "trainforge.train._stored",
     "Strategy": "trainforge.train._strategy",
     "TensorBatches": "trainforge.train._batches",
     "TrainResult": "trainforge.train._trainer",
@@ -59,6 +61,7 @@ _EXPORTS = {
     "Trainer": "trainforge.train._trainer",
     "build_optimizer": "trainforge.train._optim",
     "infer_task": "trainforge.train._trainer",
+    "load_stored_model": "trainforge.train._stored",
     "load_weights": "trainforge.train._weights",
     "logged_metric_names": "trainforge.train._metric_names",
     "lr_factor": "trainforge.train._optim",
@@ -86,6 +89,7 @@ __all__ = [
     "Precision",
     "PreemptionNotice",
     "ProfilerCallback",
+    "StoredModel",
     "Strategy",
     "TensorBatches",
     "TrainResult",
@@ -93,6 +97,7 @@ __all__ = [
     "Trainer",
     "build_optimizer",
     "infer_task",
+    "load_stored_model",
     "load_weights",
     "logged_metric_names",
     "lr_factor",

@@ -50,7 +50,7 @@ class StoredModel:
     def predict_scores(self, frame: pd.DataFrame) -> np.ndarray:
         """Scores of raw records: probabilities (binary: of the positive class; multiclass: of
         each class) or predictions (regression)."""
-        from trainforge.evaluate._evaluate import predict_scores
+        from trainforge.evaluate import predict_scores
 
         return predict_scores(self.module, self.transform(frame), self.task)
 
@@ -61,7 +61,7 @@ def load_stored_model(artifacts: ArtifactStore, run_id: str) -> StoredModel:
     from trainforge.config import ModelSpec
     from trainforge.features import FeaturePipeline
     from trainforge.models import build_model
-    from trainforge.train import load_weights
+    from trainforge.train._weights import load_weights
 
     def read(name: str) -> bytes:
         try:
