@@ -10,11 +10,26 @@ from typing import Any, cast
 from sqlalchemy import Select, Table, delete, false, func, insert, literal, select
 from sqlalchemy.orm import Session
 
-from trainforge.entities import CheckpointRecord
-from trainforge.storage.records import metrics_from_json, metrics_json
+from trainforge.entities import (
+    CheckpointRecord,
+)
+from trainforge.errors import NotFound
+from trainforge.storage.contracts import DEFAULT_LIMIT, Page
+from trainforge.storage.cursors import Listing
+from trainforge.storage.records import (
+    metrics_from_json,
+    metrics_json,
+)
+from trainforge.storage.sql_base import SqlBase, require_run
 from trainforge.storage.sql_metrics import Upsert
-from trainforge.storage.sql_pages import OrderKey
-from trainforge.storage.tables import CheckpointRow, MetricRow, RunMetricRow, as_utc, utcnow
+from trainforge.storage.sql_pages import OrderKey, fetch_page
+from trainforge.storage.tables import (
+    CheckpointRow,
+    MetricRow,
+    RunMetricRow,
+    as_utc,
+    utcnow,
+)
 
 _LATEST = cast(Table, RunMetricRow.__table__)
 _SERIES = cast(Table, MetricRow.__table__)
@@ -78,3 +93,58 @@ def record(row: CheckpointRow) -> CheckpointRecord:
         metrics=metrics_from_json(row.metrics), created_at=as_utc(row.created_at),
         deleted_at=None if row.deleted_at is None else as_utc(row.deleted_at),
     )
+
+
+class SqlCheckpointStore(SqlBase):
+    """The `CheckpointStore` methods of `SqlStore`, and `delete_metrics_after`: a resumed run's
+    series rewound to its checkpoint."""
+
+    def record_checkpoint(
+        self, run_id: str, step: int, uri: str, epoch: int | None = None,
+        metrics: dict[str, float] | None = None,
+    ) -> CheckpointRecord:
+        """Record the checkpoint the run saved at `step`. A step recorded before (a resumed run
+        saving it again) is overwritten: new uri, epoch, metrics and creation time, not deleted.
+        A metric value of NaN or infinity is read back as NaN."""
+        with self._write() as session:
+            require_run(session, run_id)
+            return upsert_checkpoint(
+                session, self._insert, run_id, step, uri, epoch, metrics or {}
+            )
+
+    def mark_checkpoint_deleted(self, run_id: str, step: int) -> None:
+        """Record that the files of the checkpoint at `step` were deleted, now; a checkpoint
+        already marked keeps its first time."""
+        with self._write() as session:
+            require_run(session, run_id)
+            row = session.get(CheckpointRow, (run_id, step), with_for_update=True)
+            if row is None:
+                raise NotFound(f"run {run_id!r} has no checkpoint at step {step}")
+            if row.deleted_at is None:
+                row.deleted_at = utcnow()
+
+    def list_checkpoints(
+        self,
+        run_id: str,
+        include_deleted: bool = False,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[CheckpointRecord]:
+        """The run's checkpoints by step; those whose files were deleted only with
+        `include_deleted`."""
+        query = checkpoints(run_id, include_deleted)
+        listing = Listing("list_checkpoints", (run_id, include_deleted))
+        with self._read() as session:
+            require_run(session, run_id)
+            rows, next_cursor = fetch_page(session, listing, query, BY_STEP,
+                                           limit, cursor)
+            return Page(tuple(record(row[0]) for row in rows), next_cursor)
+
+    def delete_metrics_after(self, run_id: str, step: int) -> int:
+        """Rewind the run's series to `step`, the step of the checkpoint it resumes from:
+        delete every point above it and set each latest value taken from one of those points to
+        the key's last point left (none left: no value); summary values stay. Returns how many
+        points were deleted."""
+        with self._write() as session:
+            require_run(session, run_id)
+            return rewind_series(session, run_id, step)

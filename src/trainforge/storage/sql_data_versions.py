@@ -3,6 +3,7 @@ prefix, and the `name@tag` pointers. Each function runs inside the caller's sess
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -10,9 +11,18 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from trainforge.entities import DataTag
+from trainforge.entities import (
+    DataTag,
+    DataVersion,
+)
 from trainforge.errors import NotFound
-from trainforge.storage.sql_pages import OrderKey
+from trainforge.storage.contracts import DEFAULT_LIMIT, Page
+from trainforge.storage.cursors import Listing
+from trainforge.storage.records import (
+    to_data_version,
+)
+from trainforge.storage.sql_base import SqlBase, get_row
+from trainforge.storage.sql_pages import OrderKey, fetch_page
 from trainforge.storage.tables import (
     DataProfileRow,
     DataTagRow,
@@ -79,3 +89,62 @@ def get_profiles(session: Session, keys: Sequence[str]) -> dict[str, bytes]:
 
 def _tag(row: DataTagRow) -> DataTag:
     return DataTag(row.name, row.tag, row.data_version_id, as_utc(row.created_at))
+
+
+class SqlDataVersionStore(SqlBase):
+    """The `DataVersionStore` methods of `SqlStore`: versions, tags, profiles."""
+
+    def put_data_version(self, version: DataVersion) -> DataVersion:
+        """Store `version` unless its id is already stored; return the stored record."""
+        with self._write() as session:
+            stored = session.get(DataVersionRow, version.data_version_id)
+            if stored is None:
+                created_at = version.created_at or utcnow()
+                inserted = session.scalar(self._insert(DataVersionRow).values(
+                    data_version_id=version.data_version_id, source=version.source,
+                    files=[dict(f) for f in version.files], num_rows=version.num_rows,
+                    created_at=created_at).on_conflict_do_nothing()
+                    .returning(DataVersionRow.data_version_id))
+                if inserted is not None:  # not another writer's meanwhile
+                    return dataclasses.replace(version, created_at=created_at)
+                stored = get_row(session, DataVersionRow, version.data_version_id, "data version")
+            return to_data_version(stored)
+
+    def get_data_version(self, data_version_id: str) -> DataVersion:
+        with self._read() as session:
+            row = get_row(session, DataVersionRow, data_version_id, "data version")
+            return to_data_version(row)
+
+    def list_data_versions(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[DataVersion]:
+        """Data versions, newest first."""
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, Listing("list_data_versions"),
+                                           versions(),
+                                           NEWEST_FIRST, limit, cursor)
+            return Page(tuple(to_data_version(row[0]) for row in rows), next_cursor)
+
+    def data_version_ids(self, prefix: str, limit: int = 2) -> list[str]:
+        with self._read() as session:
+            return ids_starting(session, prefix, limit)
+
+    def set_data_tag(self, name: str, tag: str, data_version_id: str) -> DataTag:
+        with self._write() as session:
+            return set_tag(session, self._insert, name, tag, data_version_id)
+
+    def put_data_profile(self, key: str, kind: str, rows: int, profile: bytes) -> None:
+        with self._write() as session:
+            put_profile(session, self._insert, key, kind, rows, profile)
+
+    def get_data_profiles(self, keys: Sequence[str]) -> dict[str, bytes]:
+        with self._read() as session:
+            return get_profiles(session, keys)
+
+    def get_data_tag(self, name: str, tag: str) -> DataTag:
+        with self._read() as session:
+            return get_tag(session, name, tag)
+
+    def list_data_tags(self, data_version_id: str | None = None) -> list[DataTag]:
+        with self._read() as session:
+            return list_tags(session, data_version_id)

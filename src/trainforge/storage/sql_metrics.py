@@ -13,9 +13,19 @@ from sqlalchemy import Select, and_, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from trainforge.entities import MetricPoint
-from trainforge.storage.sql_pages import OrderKey
-from trainforge.storage.tables import MetricBatchRow, MetricRow, RunMetricRow, utcnow
+from trainforge.entities import (
+    MetricPoint,
+)
+from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
+from trainforge.storage.cursors import Listing, check_limit
+from trainforge.storage.sql_base import SqlBase, require_run
+from trainforge.storage.sql_pages import OrderKey, fetch_page
+from trainforge.storage.tables import (
+    MetricBatchRow,
+    MetricRow,
+    RunMetricRow,
+    utcnow,
+)
 
 Upsert = Callable[[Any], sqlite.Insert | postgresql.Insert]
 _LATEST = RunMetricRow.__table__
@@ -160,3 +170,65 @@ def _downsampled(session: Session, of_series: Any, low: int, span: int, buckets:
              .where(or_(ranked.c.low == 1, ranked.c.high == 1))
              .order_by(ranked.c.step, ranked.c.timestamp, ranked.c.id))
     return [MetricPoint(key, loaded(v), s, t) for s, t, v in session.execute(query)]
+
+
+class SqlMetricStore(SqlBase):
+    """The `MetricStore` methods of `SqlStore` (`delete_metrics_after`, the rewind to a
+    checkpoint, is `SqlCheckpointStore`'s)."""
+
+    def log_metrics(
+        self, run_id: str, points: Sequence[MetricPoint], batch_id: str | None = None
+    ) -> bool:
+        """Append `points` to the run's series in one bulk insert and move its latest values
+        forward, in one transaction. With a `batch_id` already stored for the run, nothing is
+        written and False is returned; otherwise True."""
+        if not points:
+            return True
+        with self._write() as session:
+            require_run(session, run_id)
+            if batch_id is not None and not claim_batch(
+                session, self._insert, run_id, batch_id
+            ):
+                return False
+            insert_points(session, run_id, points)
+            upsert_latest(session, self._insert, run_id, points)
+        return True
+
+    def get_metric_history(
+        self,
+        run_id: str,
+        key: str,
+        max_points: int | None = None,
+        limit: int = HISTORY_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[MetricPoint]:
+        """The points of series `key`, by step, then timestamp, then insertion order; with
+        `max_points` (>= 2), all of a min/max-per-bucket downsampling of at most that many
+        points, in one page (`limit` does not apply, and a `cursor` is refused)."""
+        if max_points is not None:
+            if max_points < 2:
+                raise ValueError(f"max_points must be >= 2, got {max_points}")
+            if cursor is not None:
+                raise ValueError(f"cursor {cursor!r} given with max_points: a downsampled "
+                                 "history comes whole, in one page")
+        check_limit(limit)
+        listing = Listing("get_metric_history", (run_id, key))
+        with self._read() as session:
+            require_run(session, run_id)
+            if max_points is not None:
+                return Page(tuple(downsampled(session, run_id, key, max_points)))
+            rows, next_cursor = fetch_page(session, listing, series(run_id, key),
+                                           SERIES_ORDER, limit, cursor)
+            return Page(tuple(point(key, row) for row in rows), next_cursor)
+
+    def metric_keys(
+        self, run_id: str, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[str]:
+        """The names of the run's metric series, sorted."""
+        query = select().select_from(MetricRow).where(MetricRow.run_id == run_id).distinct()
+        keys = (OrderKey(MetricRow.key, (str,)),)
+        with self._read() as session:
+            require_run(session, run_id)
+            rows, next_cursor = fetch_page(session, Listing("metric_keys", (run_id,)), query,
+                                           keys, limit, cursor)
+            return Page(tuple(row[0] for row in rows), next_cursor)

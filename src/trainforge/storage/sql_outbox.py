@@ -16,9 +16,8 @@ Rules beyond `OutboxStore`'s:
 from __future__ import annotations
 
 import uuid
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Select, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased
@@ -36,6 +35,7 @@ from trainforge.errors import Conflict, NotFound
 from trainforge.storage.contracts import DEFAULT_LIMIT, Page
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.records import to_delivery, to_stage_change
+from trainforge.storage.sql_base import SqlBase
 from trainforge.storage.sql_pages import OrderKey, fetch_page
 from trainforge.storage.tables import (
     EventDeliveryRow,
@@ -80,25 +80,17 @@ def announce_stage_change(session: Session, change: StageChangeRow) -> None:
              stage_change_id=change.id)
 
 
-class _Sessions(Protocol):
-    """What `SqlOutbox` needs of the store it is mixed into."""
-
-    def _read(self) -> AbstractContextManager[Session]: ...
-
-    def _write(self) -> AbstractContextManager[Session]: ...
-
-
-class SqlOutbox:
+class SqlOutbox(SqlBase):
     """The `OutboxStore` methods of `SqlStore`."""
 
-    def add_event(self: _Sessions, name: str, subject: str, data: dict[str, Any], *,
+    def add_event(self, name: str, subject: str, data: dict[str, Any], *,
                   event_id: str, occurred_at: datetime) -> OutboxEvent:
         with self._write() as session:
             row = announce(session, name, subject, data=dict(data), event_id=event_id,
                            occurred_at=occurred_at)
             return _event(session, row)
 
-    def set_tags_and_announce(self: _Sessions, run_id: str, tags: dict[str, Any], name: str,
+    def set_tags_and_announce(self, run_id: str, tags: dict[str, Any], name: str,
                               data: dict[str, Any], *, event_id: str,
                               occurred_at: datetime) -> OutboxEvent:
         """Merge `tags` into the run's tags and write the event about the run, together."""
@@ -111,7 +103,7 @@ class SqlOutbox:
                            occurred_at=occurred_at)
             return _event(session, row)
 
-    def delivery_heads(self: _Sessions, limit: int = DEFAULT_LIMIT) -> list[EventDelivery]:
+    def delivery_heads(self, limit: int = DEFAULT_LIMIT) -> list[EventDelivery]:
         """The earliest pending delivery of each (webhook, subject), soonest due first."""
         check_limit(limit)
         query = (select(EventDeliveryRow)
@@ -120,7 +112,7 @@ class SqlOutbox:
         with self._read() as session:
             return [_delivery(session, row) for row in session.scalars(query)]
 
-    def claim_delivery(self: _Sessions, delivery_id: int, owner: str, *, now: datetime,
+    def claim_delivery(self, delivery_id: int, owner: str, *, now: datetime,
                        leased_until: datetime) -> EventDelivery | None:
         claim = (update(EventDeliveryRow)
                  .where(EventDeliveryRow.id == delivery_id, EventDeliveryRow.state == PENDING,
@@ -136,7 +128,7 @@ class SqlOutbox:
             return _delivery(session, _get(session, delivery_id))
 
     def finish_delivery(
-        self: _Sessions, delivery_id: int, owner: str, *, status_code: int | None,
+        self, delivery_id: int, owner: str, *, status_code: int | None,
         error: str | None, state: DeliveryState, next_attempt_at: datetime | None,
     ) -> WebhookDelivery:
         with self._write() as session:
@@ -158,7 +150,7 @@ class SqlOutbox:
             session.flush()
             return to_delivery(attempt)
 
-    def redeliver(self: _Sessions, delivery_id: int, now: datetime) -> EventDelivery:
+    def redeliver(self, delivery_id: int, now: datetime) -> EventDelivery:
         with self._write() as session:
             row = _get(session, delivery_id, lock=True)
             if row.state == PENDING:
@@ -172,12 +164,12 @@ class SqlOutbox:
             session.flush()
             return _delivery(session, row)
 
-    def get_event_delivery(self: _Sessions, delivery_id: int) -> EventDelivery:
+    def get_event_delivery(self, delivery_id: int) -> EventDelivery:
         with self._read() as session:
             return _delivery(session, _get(session, delivery_id))
 
     def list_event_deliveries(
-        self: _Sessions, state: DeliveryState | None = None, webhook_id: int | None = None,
+        self, state: DeliveryState | None = None, webhook_id: int | None = None,
         limit: int = DEFAULT_LIMIT, cursor: str | None = None,
     ) -> Page[EventDelivery]:
         """Deliveries newest first (of one state and one webhook, when given)."""

@@ -11,10 +11,22 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
+from trainforge.entities import (
+    PipelineRun,
+    PipelineRunStatus,
+    StepRun,
+    StepState,
+)
 from trainforge.errors import Ambiguous, Conflict, NotFound
 from trainforge.storage.contracts import StepOutputs
-from trainforge.storage.tables import PipelineRow, PipelineRunRow, StepRunRow, as_utc, utcnow
+from trainforge.storage.sql_base import SqlBase
+from trainforge.storage.tables import (
+    PipelineRow,
+    PipelineRunRow,
+    StepRunRow,
+    as_utc,
+    utcnow,
+)
 
 _SHOWN = 5  # ids an ambiguous prefix lists
 _UPDATABLE = ("started_at", "ended_at", "error", "cache_key", "cache_parts", "outputs",
@@ -150,3 +162,61 @@ def to_step_run(row: StepRunRow) -> StepRun:
         ended_at=None if row.ended_at is None else as_utc(row.ended_at), error=row.error,
         cache_key=row.cache_key, cache_parts=dict(row.cache_parts or {}),
         outputs=dict(row.outputs or {}), cached_from=row.cached_from)
+
+
+class SqlPipelineRunStore(SqlBase):
+    """The `PipelineRunStore` methods of `SqlStore`: pipeline runs and their step attempts."""
+
+    def create_pipeline_run(self, pipeline_run_id: str, pipeline_id: str,
+                            source: dict[str, Any], options: dict[str, Any],
+                            run_id: str | None = None) -> PipelineRun:
+        with self._write() as session:
+            return create_run(session, pipeline_run_id, pipeline_id, source,
+                                                options, run_id)
+
+    def get_pipeline_run(self, pipeline_run_id: str) -> PipelineRun:
+        with self._read() as session:
+            return get_run(session, pipeline_run_id)
+
+    def find_pipeline_run(self, id_or_prefix: str) -> PipelineRun:
+        with self._read() as session:
+            return find_run(session, id_or_prefix)
+
+    def set_pipeline_run_status(self, pipeline_run_id: str,
+                                status: PipelineRunStatus) -> PipelineRun:
+        with self._write() as session:
+            return set_status(session, pipeline_run_id, status)
+
+    def add_step_run(self, pipeline_run_id: str, step: str, attempt: int, state: StepState,
+                     started_at: datetime | None = None) -> StepRun:
+        with self._write() as session:
+            return add_step(session, pipeline_run_id, step, attempt, state,
+                                              started_at)
+
+    def update_step_run(
+        self, step_run_id: int, state: StepState, *, started_at: datetime | None = None,
+        ended_at: datetime | None = None, error: str | None = None,
+        cache_key: str | None = None, cache_parts: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None, cached_from: int | None = None,
+    ) -> None:
+        changes = {"started_at": started_at, "ended_at": ended_at, "error": error,
+                   "cache_key": cache_key, "cache_parts": cache_parts, "outputs": outputs,
+                   "cached_from": cached_from}
+        with self._write() as session:
+            update_step(session, step_run_id, state, changes)
+
+    def list_step_runs(self, pipeline_run_id: str) -> list[StepRun]:
+        with self._read() as session:
+            return list_steps(session, pipeline_run_id)
+
+    def find_cached(self, cache_key: str, newer_than: datetime | None = None) -> StepRun | None:
+        with self._read() as session:
+            return find_cached(session, cache_key, newer_than)
+
+    def previous_step_run(self, pipeline_id: str, step: str, before: int) -> StepRun | None:
+        with self._read() as session:
+            return previous_step(session, pipeline_id, step, before)
+
+    def list_step_outputs(self) -> list[StepOutputs]:
+        with self._read() as session:
+            return step_outputs(session)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Integer, Select, cast, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from trainforge.entities import (
@@ -29,11 +30,21 @@ from trainforge.entities import (
 )
 from trainforge.errors import Conflict, NotFound
 from trainforge.storage import sql_outbox
-from trainforge.storage.records import to_delivery, to_model_version, to_stage_change, to_webhook
-from trainforge.storage.sql_pages import OrderKey
+from trainforge.storage.contracts import DEFAULT_LIMIT, Page
+from trainforge.storage.cursors import Listing
+from trainforge.storage.records import (
+    metrics_json,
+    to_delivery,
+    to_model_version,
+    to_stage_change,
+    to_webhook,
+)
+from trainforge.storage.sql_base import SqlBase, get_row
+from trainforge.storage.sql_pages import OrderKey, fetch_page
 from trainforge.storage.tables import (
     ModelAliasRow,
     ModelVersionRow,
+    RunRow,
     StageChangeRow,
     WebhookDeliveryRow,
     WebhookRow,
@@ -210,3 +221,169 @@ def _change(
                           to_stage=to_stage, outcome=outcome.value, forced=forced, user=user,
                           reason=reason, gate_report=[dict(g) for g in gate_report],
                           created_at=utcnow())
+
+# Each retry means another process took the number we picked; this bounds a pathological storm.
+_VERSION_ATTEMPTS = 50
+_BY_MODEL_AND_NUMBER = (OrderKey(ModelVersionRow.model_name, (str,)),
+                        OrderKey(cast(ModelVersionRow.version, Integer), (int,)))
+
+
+class SqlRegistryStore(SqlBase):
+    """The `RegistryStore` methods of `SqlStore`: model versions, stages, aliases, webhooks."""
+
+    def create_model_version(
+        self,
+        model_name: str,
+        run_id: str,
+        artifact_uri: str,
+        stage: ModelStage,
+        metrics: dict[str, float],
+        data_version_id: str | None = None,
+        git_commit: str | None = None,
+        features_hash: str | None = None,
+        environment: dict[str, Any] | None = None,
+    ) -> ModelVersion:
+        """Register the next version ("1", "2", ...) of `model_name`, made by run `run_id`,
+        with its first history entry."""
+        for _ in range(_VERSION_ATTEMPTS):
+            row = ModelVersionRow(
+                model_name=model_name, run_id=run_id, stage=ModelStage(stage).value,
+                artifact_uri=artifact_uri, metrics=metrics_json(metrics),
+                data_version_id=data_version_id, git_commit=git_commit,
+                features_hash=features_hash, environment=dict(environment or {}),
+                created_at=utcnow(),
+            )
+            try:
+                with self._write() as session:
+                    get_row(session, RunRow, run_id, "run")
+                    row.version = str(_last_version(session, model_name) + 1)
+                    session.add(row)
+                    session.flush()
+                    record_registration(session, row)
+            except IntegrityError:
+                continue  # another registration took this number first
+            return to_model_version(row)
+        raise Conflict(f"model {model_name!r}: no free version after {_VERSION_ATTEMPTS} tries")
+
+    def get_model_version(self, model_name: str, version: str) -> ModelVersion:
+        with self._read() as session:
+            row = session.get(ModelVersionRow, (model_name, str(version)))
+            if row is None:
+                raise NotFound(f"model {model_name!r} version {str(version)!r} not found")
+            return to_model_version(row)
+
+    def list_model_versions(
+        self, model_name: str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[ModelVersion]:
+        """Versions of one model (or of all), by model name then version number."""
+        query = select(ModelVersionRow)
+        if model_name is not None:
+            query = query.where(ModelVersionRow.model_name == model_name)
+        listing = Listing("list_model_versions", (model_name,))
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, listing, query, _BY_MODEL_AND_NUMBER, limit,
+                                           cursor)
+            return Page(tuple(to_model_version(row[0]) for row in rows), next_cursor)
+
+    def change_stage(
+        self,
+        model_name: str,
+        version: str,
+        to: ModelStage,
+        *,
+        expected_from: ModelStage,
+        expected_holder: str | None,
+        user: str,
+        reason: str,
+        forced: bool = False,
+        gate_report: Sequence[dict[str, Any]] = (),
+    ) -> StageChange:
+        """Move the version to `to` under its model's lock, archiving the stage's holder
+        (see `sql_registry`); `Conflict` when another change came first."""
+        try:
+            with self._write() as session:
+                return change_stage(
+                    session, model_name, str(version), ModelStage(to),
+                    expected_from=ModelStage(expected_from), expected_holder=expected_holder,
+                    user=user, reason=reason, forced=forced, gate_report=gate_report)
+        except IntegrityError as exc:
+            raise Conflict(f"model {model_name!r}: {ModelStage(to).value} was taken by another "
+                           "change meanwhile; promote again") from exc
+
+    def record_refusal(
+        self, model_name: str, version: str, to: ModelStage, *, user: str, reason: str,
+        gate_report: Sequence[dict[str, Any]],
+    ) -> StageChange:
+        with self._write() as session:
+            return record_refusal(session, model_name, str(version),
+                                               ModelStage(to), user=user, reason=reason,
+                                               gate_report=gate_report)
+
+    def get_stage_holder(self, model_name: str, stage: ModelStage) -> ModelVersion | None:
+        with self._read() as session:
+            return stage_holder(session, model_name, ModelStage(stage))
+
+    def list_stage_changes(
+        self, model_name: str, version: str | None = None, limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[StageChange]:
+        """The model's stage history (of one version, when given), oldest first."""
+        listing = Listing("list_stage_changes", (model_name, version))
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, listing,
+                                           stage_changes(model_name, version),
+                                           BY_ID, limit, cursor)
+            return Page(tuple(to_stage_change(row[0]) for row in rows), next_cursor)
+
+    def set_alias(self, model_name: str, alias: str, version: str) -> None:
+        with self._write() as session:
+            set_alias(session, model_name, alias, str(version))
+
+    def get_alias(self, model_name: str, alias: str) -> ModelVersion:
+        with self._read() as session:
+            return aliased(session, model_name, alias)
+
+    def list_aliases(self, model_name: str) -> dict[str, str]:
+        with self._read() as session:
+            return aliases(session, model_name)
+
+    # webhooks
+
+    def add_webhook(self, url: str, events: Sequence[str], secret_env: str) -> Webhook:
+        with self._write() as session:
+            return add_webhook(session, url, events, secret_env)
+
+    def list_webhooks(
+        self, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[Webhook]:
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, Listing("list_webhooks"),
+                                           webhooks(), BY_WEBHOOK_ID,
+                                           limit, cursor)
+            return Page(tuple(to_webhook(row[0]) for row in rows), next_cursor)
+
+    def record_delivery(
+        self, webhook_id: int, event_id: str, event: str, attempt: int,
+        status_code: int | None, error: str | None, delivered: bool,
+    ) -> WebhookDelivery:
+        with self._write() as session:
+            return record_delivery(session, webhook_id, event_id, event, attempt,
+                                                status_code, error, delivered)
+
+    def list_deliveries(
+        self, webhook_id: int | None = None, limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[WebhookDelivery]:
+        """Delivery attempts newest first (of one webhook, when given)."""
+        listing = Listing("list_deliveries", (webhook_id,))
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, listing, deliveries(webhook_id),
+                                           NEWEST_DELIVERY_FIRST, limit, cursor)
+            return Page(tuple(to_delivery(row[0]) for row in rows), next_cursor)
+
+
+def _last_version(session: Session, model_name: str) -> int:
+    query = select(func.max(cast(ModelVersionRow.version, Integer))).where(
+        ModelVersionRow.model_name == model_name
+    )
+    return session.scalar(query) or 0
