@@ -2,7 +2,7 @@
 store under artifacts and checkpoints.
 
 `open_store(url)` opens the store a URL names (`Settings.database_url`), chosen by its scheme
-(`backends.py`); code takes the narrowest protocol of `contracts.py` it needs (`RunStore`,
+(`backends.py`); code takes the narrowest protocol of `contracts` it needs (`RunStore`,
 `MetricStore`, ... or `Store`). List methods return a `Page`; `all_items` walks every page.
 Only this package imports SQLAlchemy. `SqlStore` and `open_store` are imported on first use,
 so the trainer can use `storage.objects` (checkpoint files) without loading the SQL store.

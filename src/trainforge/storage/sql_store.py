@@ -1,7 +1,7 @@
 """`SqlStore`: the one SQL implementation of `trainforge.storage.Store`, over SQLAlchemy.
 
 The URL picks the backend: `sqlite:///path/to/file.db` or `postgresql+psycopg://user@host/db`
-(`open_store(url)` chooses this class for both). The rules of `storage/contracts.py` hold;
+(`open_store(url)` chooses this class for both). The rules of `storage/contracts/` hold;
 beyond them:
 - the schema is migrated to the newest revision when the store is opened; opened with
   `create=False`, a database that does not exist (a SQLite file) or holds no schema raises
