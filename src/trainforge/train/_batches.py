@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, Union, runtime_checkable
 
@@ -250,3 +250,14 @@ def make_batches(
     return TensorBatches(
         features.to(device), targets.to(device), batch_size, shuffle, seed, rank, world_size
     )
+
+
+def windows(batches: Iterable[Batch], size: int) -> Iterator[tuple[Batch, ...]]:
+    """Consecutive groups of `size` batches (the last group may be shorter)."""
+    if size == 1:  # the common case, without islice's cost per step
+        for batch in batches:
+            yield (batch,)
+        return
+    iterator = iter(batches)
+    while window := tuple(itertools.islice(iterator, size)):
+        yield window

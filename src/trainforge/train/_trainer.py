@@ -25,10 +25,9 @@ Contracts:
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -40,7 +39,7 @@ from torch import nn
 from trainforge.config import EvaluationSpec, TrainingSpec
 from trainforge.errors import TrainingError
 from trainforge.evaluate import outputs_to_scores, score_report
-from trainforge.train._batches import Batch, TrainData, make_batches, row_count
+from trainforge.train._batches import Batch, TrainData, make_batches, row_count, windows
 from trainforge.train._callbacks import Callback, CallbackList
 from trainforge.train._checkpointing import Checkpointing
 from trainforge.train._geometry import BatchGeometry, regroup, resume_batch
@@ -246,7 +245,7 @@ class Trainer:
         self.progress.start_epoch(state.epoch, self.config.epochs, len(self.train_batches),
                                   state.batch)
         batches = self.train_batches.epoch(state.epoch, start=state.batch)
-        for window in _windows(batches, self.geometry.accumulate):
+        for window in windows(batches, self.geometry.accumulate):
             loss = self._forward_backward(window)
             self._optimizer_step(loss)
             state.batch += len(window)
@@ -488,14 +487,3 @@ class Trainer:
         self.history = [dict(h) for h in trainer["history"]]
         self._latest = {str(k): float(v) for k, v in trainer.get("latest", {}).items()}
         self.randomness.load(state["rng"])
-
-
-def _windows(batches: Iterable[Batch], size: int) -> Iterator[tuple[Batch, ...]]:
-    """Consecutive groups of `size` batches (the last group may be shorter)."""
-    if size == 1:  # the common case, without islice's cost per step
-        for batch in batches:
-            yield (batch,)
-        return
-    iterator = iter(batches)
-    while window := tuple(itertools.islice(iterator, size)):
-        yield window
