@@ -12,13 +12,14 @@ import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from trainforge.cli import _context, _render
-from trainforge.entities import CheckpointRecord
-from trainforge.errors import CheckpointError, Conflict, NotFound
+from trainforge.entities import CheckpointRecord, Run
+from trainforge.errors import CheckpointError, Conflict, NotFound, SpecError
 
 KeepLast = Annotated[Optional[int], typer.Option(
     min=0, help="Newest checkpoints kept (default: the run's training.checkpoint.keep_last).")]
@@ -27,6 +28,9 @@ KeepBest = Annotated[Optional[int], typer.Option(
     "run's training.checkpoint.keep_best).")]
 Force = Annotated[bool, typer.Option(
     "--force", help="Prune a run still marked running (only if its process is gone).")]
+SpecFile = Annotated[Optional[Path], typer.Option(
+    "--spec", help="The pipeline spec whose training.checkpoint.storage_options open the run's "
+    "checkpoint location (credentials are never recorded with the run).")]
 FAILURES = (CheckpointError, Conflict, NotFound)
 
 
@@ -44,6 +48,7 @@ def _checkpoint_warnings() -> Iterator[None]:
 def checkpoints_list(
     run_id: _context.RunId,
     all_: Annotated[bool, typer.Option("--all", help="Also those whose files are gone.")] = False,
+    spec: SpecFile = None,
     as_json: _render.JsonFlag = False,
 ) -> None:
     """The checkpoints of run RUN_ID by step, after reconciling the records with storage."""
@@ -52,8 +57,10 @@ def checkpoints_list(
     store = _context.existing_store()
     run = _context.find_run(store, run_id)
     try:
+        options = _storage_options(spec, run)
         with _checkpoint_warnings():
-            records = list_run_checkpoints(store, run.run_id, include_deleted=all_)
+            records = list_run_checkpoints(store, run.run_id, include_deleted=all_,
+                                           storage_options=options)
         monitor = checkpoint_policy(run).monitor
     except FAILURES as exc:
         _render.fail(str(exc), 1)
@@ -73,6 +80,7 @@ def checkpoints_gc(
     keep_last: KeepLast = None,
     keep_best: KeepBest = None,
     force: Force = False,
+    spec: SpecFile = None,
     as_json: _render.JsonFlag = False,
 ) -> None:
     """Delete the checkpoints of run RUN_ID that retention drops.
@@ -84,8 +92,10 @@ def checkpoints_gc(
     store = _context.store()
     run = _context.find_run(store, run_id)
     try:
+        options = _storage_options(spec, run)
         with _checkpoint_warnings():
-            deleted = gc_run_checkpoints(store, run.run_id, keep_last, keep_best, force=force)
+            deleted = gc_run_checkpoints(store, run.run_id, keep_last, keep_best, force=force,
+                                         storage_options=options)
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     if as_json:
@@ -94,6 +104,21 @@ def checkpoints_gc(
     for info in deleted:
         typer.echo(f"{info.step}  deleted  {info.uri}")
     typer.echo(f"{len(deleted)} checkpoint(s) deleted")
+
+
+def _storage_options(spec: Path | None, run: Run) -> dict[str, Any] | None:
+    """The storage options SPEC gives for the run's checkpoint location (None: no --spec, the
+    environment's credentials); a spec that does not load exits 2 naming the problem."""
+    if spec is None:
+        return None
+    from trainforge.config import load_spec
+    from trainforge.pipeline import spec_storage_options
+
+    try:
+        loaded = load_spec(spec)
+    except SpecError as exc:
+        _render.fail(str(exc), 2)
+    return spec_storage_options(loaded, run)
 
 
 def checkpoint_row(record: CheckpointRecord) -> dict[str, Any]:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         gc_run_checkpoints,
         list_run_checkpoints,
         open_run_checkpoints,
+        spec_storage_options,
     )
     from trainforge.pipeline._checks import check_spec, gate_metric_names
     from trainforge.pipeline._dag import build_training_dag
@@ -44,6 +45,7 @@ _EXPORTS = {
     "list_run_checkpoints": "trainforge.pipeline._checkpoints",
     "load_checked_spec": "trainforge.pipeline._plan",
     "open_run_checkpoints": "trainforge.pipeline._checkpoints",
+    "spec_storage_options": "trainforge.pipeline._checkpoints",
     "parse_nodes": "trainforge.pipeline._distributed",
     "plan_pipeline": "trainforge.pipeline._plan",
     "run_pipeline": "trainforge.pipeline._run",
@@ -71,6 +73,7 @@ __all__ = [
     "plan_pipeline",
     "run_pipeline",
     "spec_hash",
+    "spec_storage_options",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,11 +2,13 @@
 (`trainforge checkpoints list / gc`).
 
 A pipeline run records where its checkpoints live and the policy that saves them in the
-`checkpoint` entry of its system namespace (credentials are never recorded: storage reached
-from here authenticates through the environment or fsspec's configuration). Storage is the
-truth and the store's records follow it: listing reconciles both ways (a valid checkpoint
-without a record is recorded, a record whose checkpoint is no longer valid in storage is marked
-deleted), and pruning marks a record deleted only once storage confirmed the deletion.
+`checkpoint` entry of its system namespace. Credentials are never recorded: storage reached
+from here authenticates through the environment or fsspec's configuration, or through the
+storage options of the spec that names the location (`spec_storage_options`), given again.
+Storage is the truth and the store's records follow it: listing reconciles both ways (a valid
+checkpoint without a record is recorded, a record whose checkpoint is no longer valid in storage
+is marked deleted), and pruning marks a record deleted only once storage confirmed the
+deletion.
 
 One writer per location: a run still `running` prunes its own checkpoints, so pruning it from
 here is refused unless forced (its process is known to be gone).
@@ -15,25 +17,47 @@ here is refused unless forced (its process is known to be gone).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
-from trainforge.config import CheckpointSpec
+from trainforge.config import CheckpointSpec, PipelineSpec
 from trainforge.entities import CheckpointRecord, Run, RunStatus
-from trainforge.errors import CheckpointError, Conflict, NotFound
+from trainforge.errors import CheckpointError, Conflict, NotFound, TrainforgeError
+from trainforge.pipeline._resume import checkpoint_location
 from trainforge.storage import RunCheckpointStore, all_items
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 
 
-def open_run_checkpoints(store: RunCheckpointStore, run_id: str) -> CheckpointManager:
+def open_run_checkpoints(
+    store: RunCheckpointStore, run_id: str, storage_options: Mapping[str, Any] | None = None
+) -> CheckpointManager:
     """The manager of run `run_id`'s checkpoints, recording in `store` what it saves or deletes.
 
-    Its location and policy are the run's recorded `checkpoint` system entry. `NotFound` for
-    an unknown run; `CheckpointError` naming the run when it has no checkpoint location (not a
-    pipeline run). Close it after use (it is a context manager).
+    Its location and policy are the run's recorded `checkpoint` system entry; `storage_options`
+    (say, `spec_storage_options`) open the location instead of the recorded policy's, which
+    hold no credentials. `NotFound` for an unknown run; `CheckpointError` naming the run when
+    it has no checkpoint location (not a pipeline run). Close it after use (it is a context
+    manager).
     """
-    return _manager(store, store.get_run(run_id))
+    return _manager(store, store.get_run(run_id), storage_options)
+
+
+def spec_storage_options(spec: PipelineSpec, run: Run) -> dict[str, Any]:
+    """The storage options, credentials included, that `spec` gives for `run`'s checkpoint
+    location: its `training.checkpoint.storage_options`, when its `training.checkpoint.location`
+    is the one the run saved under. `CheckpointError` naming both locations otherwise."""
+    recorded = (run.system.get("checkpoint") or {}).get("location")
+    given = spec.training.checkpoint
+    named = (checkpoint_location(given, run.run_id, run.artifact_uri) if given.location
+             else None)
+    if recorded is None or named != recorded:
+        raise CheckpointError(
+            f"run {run.run_id} saved its checkpoints under {recorded!r}; the spec's "
+            f"training.checkpoint.location names {given.location!r}, so its storage options "
+            "are not for that location")
+    return given.fsspec_options()
 
 
 def checkpoint_policy(run: Run) -> CheckpointSpec:
@@ -47,13 +71,16 @@ def checkpoint_policy(run: Run) -> CheckpointSpec:
 
 
 def list_run_checkpoints(
-    store: RunCheckpointStore, run_id: str, include_deleted: bool = False
+    store: RunCheckpointStore, run_id: str, include_deleted: bool = False, *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[CheckpointRecord]:
     """The records of run `run_id`'s checkpoints by step, reconciled with storage first.
 
-    Deleted ones (files gone) only with `include_deleted`. Errors as `open_run_checkpoints`.
+    Deleted ones (files gone) only with `include_deleted`. `storage_options` and errors as
+    `open_run_checkpoints`.
     """
-    with open_run_checkpoints(store, run_id) as manager:
+    run = store.get_run(run_id)
+    with _manager(store, run, storage_options) as manager, _storage_errors(run):
         _reconcile(store, run_id, manager.list())
     return _records(store, run_id, include_deleted)
 
@@ -65,6 +92,7 @@ def gc_run_checkpoints(
     keep_best: int | None = None,
     *,
     force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[CheckpointInfo]:
     """Apply retention to run `run_id`'s checkpoints now; return what was deleted, by step.
 
@@ -72,6 +100,7 @@ def gc_run_checkpoints(
     run's policy). Records are reconciled first, and each deletion is recorded once storage
     confirmed it; a failure raises `CheckpointError` (e.g. `keep_best` without a monitor) and
     the call can be repeated. `Conflict` for a `running` run unless `force`.
+    `storage_options` as `open_run_checkpoints`.
     """
     run = store.get_run(run_id)
     if run.status is RunStatus.RUNNING and not force:
@@ -79,9 +108,25 @@ def gc_run_checkpoints(
             f"run {run_id} is running: its trainer prunes its own checkpoints and a location "
             "takes one writer; force it only if the run's process is gone"
         )
-    with _manager(store, run) as manager:
+    with _manager(store, run, storage_options) as manager, _storage_errors(run):
         _reconcile(store, run_id, manager.list())
         return sorted(manager.gc(keep_last, keep_best), key=lambda info: info.step)
+
+
+@contextlib.contextmanager
+def _storage_errors(run: Run) -> Iterator[None]:
+    """The file system's own errors (OSError, botocore's, ...) as `CheckpointError` naming the
+    run's checkpoint location; trainforge's errors pass as they are."""
+    try:
+        yield
+    except TrainforgeError:
+        raise
+    except Exception as exc:  # any backend's failure: fsspec implementations raise their own
+        location = run.system["checkpoint"]["location"]
+        raise CheckpointError(
+            f"run {run.run_id}: cannot read its checkpoints at {location}: "
+            f"{type(exc).__name__}: {exc} (credentials that only the run's spec holds are "
+            "given with --spec SPEC)") from exc
 
 
 def _records(
@@ -106,7 +151,8 @@ def _reconcile(
             store.mark_checkpoint_deleted(run_id, record.step)
 
 
-def _manager(store: RunCheckpointStore, run: Run) -> CheckpointManager:
+def _manager(store: RunCheckpointStore, run: Run,
+             storage_options: Mapping[str, Any] | None) -> CheckpointManager:
     location = (run.system.get("checkpoint") or {}).get("location")
     if not location:
         raise CheckpointError(
@@ -120,7 +166,9 @@ def _manager(store: RunCheckpointStore, run: Run) -> CheckpointManager:
             store.mark_checkpoint_deleted(run.run_id, info.step)
 
     return CheckpointManager(
-        location, policy, run.run_id, storage_options=policy.fsspec_options(),
+        location, policy, run.run_id,
+        storage_options=(dict(storage_options) if storage_options is not None
+                         else policy.fsspec_options()),
         on_saved=lambda info: _record(store, run.run_id, info), on_deleted=deleted,
     )
 
