@@ -77,6 +77,7 @@ def test_two_workers_make_one_completed_run_and_one_model_version(fraud_project)
          "gate", "register"])
     assert {a.state for a in attempts} == {StepState.SUCCEEDED}
     assert run.tags["distributed"]["nproc_per_node"] == 2
+    assert run.system["distributed"] == run.tags["distributed"]
     assert (run.tags["trainer"]["world_size"], run.tags["trainer"]["strategy"]) == (2, "ddp")
     assert run.metrics["test_roc_auc"] > 0.7
     assert store.get_metric_history(run.run_id, "train_loss").items

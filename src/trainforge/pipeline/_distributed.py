@@ -78,6 +78,7 @@ from trainforge.train import process_group
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 PIPELINE_RUN_ENV = "TRAINFORGE_PIPELINE_RUN"
 DATASET_ENV = "TRAINFORGE_DATASET"  # the dataset's value references
+DISTRIBUTED_RECORD = "distributed"  # run.system (and a tag): the launch's shape
 LAUNCH_RECORD = "launch"  # run.system: {"pipeline_run": id, "trained": rank 0's model's ref}
 RANK0_WAIT_S = 600.0  # how long a leader waits for rank 0 on another node to name its model
 POLL_S = 0.2
@@ -242,10 +243,10 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
                       dag: Dag) -> dict[str, Any] | None:
     """The `execute` of a launched run: as the leader, the DAG in this process with its train
     step on torchrun workers; as a follower, only this node's workers (None)."""
-    handle.set_tags({"distributed": {"nproc_per_node": launch.nproc_per_node,
-                                     "nnodes": launch.nnodes,
-                                     "min_nodes": launch.min_nodes or launch.nnodes,
-                                     "max_restarts": launch.max_restarts}})
+    shape = {"nproc_per_node": launch.nproc_per_node, "nnodes": launch.nnodes,
+             "min_nodes": launch.min_nodes or launch.nnodes, "max_restarts": launch.max_restarts}
+    handle.set_tags({DISTRIBUTED_RECORD: shape})  # for people; the system reads its own copy
+    handle.set_system({DISTRIBUTED_RECORD: shape})
     pipeline_run = (job_pipeline_run_id(launch, handle.run_id) if launch.nnodes > 1
                     else uuid.uuid4().hex)
     job = _Job(launch, worker_args, services, handle.run_id, pipeline_run)

@@ -328,7 +328,7 @@ def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained:
         metrics=evaluation.prefixed(),
         data_version_id=info.data_version_id,
         git_commit=info.git_commit,
-        features_hash=(info.tags.get("features") or {}).get("hash"),
+        features_hash=feature_pipeline.content_hash,
         environment=environment_summary(info.environment),
     )
     run.set_tags({"model_version": f"{version.model_name}/{version.version}"})
