@@ -157,9 +157,12 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 def s3_bucket_needing_options(s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """`s3_bucket`, reachable only through `s3_options`: the AWS variables that name the server
     and its credentials are unset, so a file system opened without the options finds neither.
-    Such a file system stays in fsspec's instance cache: it is dropped afterwards."""
+    fsspec caches file systems by their arguments, not by the environment: one an earlier test
+    of this process opened with no options, while the variables were set, would still reach
+    the server. The cache is emptied before and after."""
     import s3fs
 
+    s3fs.S3FileSystem.clear_instance_cache()
     for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name)
     yield s3_bucket
