@@ -31,14 +31,14 @@ def admin_url() -> str:
     return os.environ.get("TRAINFORGE_TEST_PG_URL", DEFAULT_PG_URL)
 
 
-def _libpq_url(database: str) -> str:
+def _url(database: str, scheme: str | None = None) -> str:
+    """The admin URL's server with `database`, under `scheme` (default: the admin URL's)."""
     parts = urlsplit(admin_url())
-    return urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, ""))
+    return urlunsplit((scheme or parts.scheme, parts.netloc, f"/{database}", parts.query, ""))
 
 
 def sqlalchemy_url(database: str) -> str:
-    parts = urlsplit(admin_url())
-    return urlunsplit(("postgresql+psycopg", parts.netloc, f"/{database}", parts.query, ""))
+    return _url(database, "postgresql+psycopg")
 
 
 def admin_connection() -> psycopg.Connection:
@@ -103,7 +103,7 @@ class ReusedDatabase:
         a connection the test left open is closed first, as dropping the database would."""
         import psycopg
 
-        with psycopg.connect(_libpq_url(self.name), autocommit=True) as connection:
+        with psycopg.connect(_url(self.name), autocommit=True) as connection:
             connection.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()")

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import (
-    Field,
-    model_validator,
-)
+from pydantic import Field, model_validator
 
 from trainforge.config._sections import _Section
 from trainforge.config._spec_data import (

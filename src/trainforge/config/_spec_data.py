@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import (
-    Field,
-    PositiveFloat,
-    PositiveInt,
-    model_validator,
-)
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from trainforge.config._sections import _FsspecOptions, _Section
 

@@ -5,13 +5,7 @@ from __future__ import annotations
 import signal
 from typing import Annotated, Literal
 
-from pydantic import (
-    Field,
-    PositiveFloat,
-    PositiveInt,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from trainforge.config._sections import _FsspecOptions, _Section
 

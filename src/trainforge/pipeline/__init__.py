@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from trainforge.pipeline._checks import check_spec, gate_metric_names
     from trainforge.pipeline._dag import build_training_dag
     from trainforge.pipeline._dataset import Dataset
-    from trainforge.pipeline._distributed import Launch, launch_pipeline, parse_nodes
+    from trainforge.pipeline._distributed import (
+        DISTRIBUTED_RECORD,
+        Launch,
+        launch_pipeline,
+        parse_nodes,
+    )
     from trainforge.pipeline._identity import spec_hash
     from trainforge.pipeline._plan import PipelinePlan, load_checked_spec, plan_pipeline
     from trainforge.pipeline._resume import checkpoint_location, checkpoint_record
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "Dataset": "trainforge.pipeline._dataset",
+    "DISTRIBUTED_RECORD": "trainforge.pipeline._distributed",
     "Launch": "trainforge.pipeline._distributed",
     "PipelinePlan": "trainforge.pipeline._plan",
     "PipelineResult": "trainforge.pipeline._run",
@@ -53,6 +59,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DISTRIBUTED_RECORD",
     "Dataset",
     "Launch",
     "PipelinePlan",

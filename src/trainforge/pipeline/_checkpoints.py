@@ -48,11 +48,11 @@ def spec_storage_options(spec: PipelineSpec, run: Run) -> dict[str, Any]:
     """The storage options, credentials included, that `spec` gives for `run`'s checkpoint
     location: its `training.checkpoint.storage_options`, when its `training.checkpoint.location`
     is the one the run saved under. `CheckpointError` naming both locations otherwise."""
-    recorded = (run.system.get("checkpoint") or {}).get("location")
+    recorded = _location(run)
     given = spec.training.checkpoint
     named = (checkpoint_location(given, run.run_id, run.artifact_uri) if given.location
              else None)
-    if recorded is None or named != recorded:
+    if named != recorded:
         raise CheckpointError(
             f"run {run.run_id} saved its checkpoints under {recorded!r}; the spec's "
             f"training.checkpoint.location names {given.location!r}, so its storage options "
@@ -122,9 +122,8 @@ def _storage_errors(run: Run) -> Iterator[None]:
     except TrainforgeError:
         raise
     except Exception as exc:  # any backend's failure: fsspec implementations raise their own
-        location = run.system["checkpoint"]["location"]
         raise CheckpointError(
-            f"run {run.run_id}: cannot read its checkpoints at {location}: "
+            f"run {run.run_id}: cannot read its checkpoints at {_location(run)}: "
             f"{type(exc).__name__}: {exc} (credentials that only the run's spec holds are "
             "given with --spec SPEC)") from exc
 
@@ -151,13 +150,19 @@ def _reconcile(
             store.mark_checkpoint_deleted(run_id, record.step)
 
 
-def _manager(store: RunCheckpointStore, run: Run,
-             storage_options: Mapping[str, Any] | None) -> CheckpointManager:
+def _location(run: Run) -> str:
+    """Where `run` saved its checkpoints; `CheckpointError` when it recorded no location."""
     location = (run.system.get("checkpoint") or {}).get("location")
     if not location:
         raise CheckpointError(
             f"run {run.run_id} has no checkpoint location: only pipeline runs save checkpoints"
         )
+    return str(location)
+
+
+def _manager(store: RunCheckpointStore, run: Run,
+             storage_options: Mapping[str, Any] | None) -> CheckpointManager:
+    location = _location(run)
     policy = checkpoint_policy(run)
 
     def deleted(info: CheckpointInfo) -> None:

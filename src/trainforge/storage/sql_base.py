@@ -59,7 +59,8 @@ class SqlBase:
         self._writer = sessionmaker(writer, expire_on_commit=False)
 
     def __repr__(self) -> str:
-        return f"SqlStore({make_url(self._url).render_as_string(hide_password=True)!r})"
+        shown = make_url(self._url).render_as_string(hide_password=True)
+        return f"{type(self).__name__}({shown!r})"
 
     def close(self) -> None:
         """Close every pooled connection; the store can still be used afterwards."""

@@ -10,26 +10,15 @@ from typing import Any, cast
 from sqlalchemy import Select, Table, delete, false, func, insert, literal, select
 from sqlalchemy.orm import Session
 
-from trainforge.entities import (
-    CheckpointRecord,
-)
+from trainforge.entities import CheckpointRecord
 from trainforge.errors import NotFound
 from trainforge.storage.contracts import DEFAULT_LIMIT, Page
 from trainforge.storage.cursors import Listing
-from trainforge.storage.records import (
-    metrics_from_json,
-    metrics_json,
-)
+from trainforge.storage.records import metrics_from_json, metrics_json
 from trainforge.storage.sql_base import SqlBase, require_run
 from trainforge.storage.sql_metrics import Upsert
 from trainforge.storage.sql_pages import OrderKey, fetch_page
-from trainforge.storage.tables import (
-    CheckpointRow,
-    MetricRow,
-    RunMetricRow,
-    as_utc,
-    utcnow,
-)
+from trainforge.storage.tables import CheckpointRow, MetricRow, RunMetricRow, as_utc, utcnow
 
 _LATEST = cast(Table, RunMetricRow.__table__)
 _SERIES = cast(Table, MetricRow.__table__)

@@ -11,25 +11,14 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from trainforge.entities import (
-    DataTag,
-    DataVersion,
-)
+from trainforge.entities import DataTag, DataVersion
 from trainforge.errors import NotFound
 from trainforge.storage.contracts import DEFAULT_LIMIT, Page
 from trainforge.storage.cursors import Listing
-from trainforge.storage.records import (
-    to_data_version,
-)
+from trainforge.storage.records import to_data_version
 from trainforge.storage.sql_base import SqlBase, get_row
 from trainforge.storage.sql_pages import OrderKey, fetch_page
-from trainforge.storage.tables import (
-    DataProfileRow,
-    DataTagRow,
-    DataVersionRow,
-    as_utc,
-    utcnow,
-)
+from trainforge.storage.tables import DataProfileRow, DataTagRow, DataVersionRow, as_utc, utcnow
 
 NEWEST_FIRST = (OrderKey(DataVersionRow.created_at, (datetime,), descending=True),
                 OrderKey(DataVersionRow.data_version_id, (str,), descending=True))

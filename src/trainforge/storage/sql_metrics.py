@@ -13,19 +13,12 @@ from sqlalchemy import Select, and_, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from trainforge.entities import (
-    MetricPoint,
-)
+from trainforge.entities import MetricPoint
 from trainforge.storage.contracts import DEFAULT_LIMIT, HISTORY_LIMIT, Page
 from trainforge.storage.cursors import Listing, check_limit
 from trainforge.storage.sql_base import SqlBase, require_run
 from trainforge.storage.sql_pages import OrderKey, fetch_page
-from trainforge.storage.tables import (
-    MetricBatchRow,
-    MetricRow,
-    RunMetricRow,
-    utcnow,
-)
+from trainforge.storage.tables import MetricBatchRow, MetricRow, RunMetricRow, utcnow
 
 Upsert = Callable[[Any], sqlite.Insert | postgresql.Insert]
 _LATEST = RunMetricRow.__table__

@@ -11,22 +11,11 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from trainforge.entities import (
-    PipelineRun,
-    PipelineRunStatus,
-    StepRun,
-    StepState,
-)
+from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
 from trainforge.errors import Ambiguous, Conflict, NotFound
 from trainforge.storage.contracts import StepOutputs
 from trainforge.storage.sql_base import SqlBase
-from trainforge.storage.tables import (
-    PipelineRow,
-    PipelineRunRow,
-    StepRunRow,
-    as_utc,
-    utcnow,
-)
+from trainforge.storage.tables import PipelineRow, PipelineRunRow, StepRunRow, as_utc, utcnow
 
 _SHOWN = 5  # ids an ambiguous prefix lists
 _UPDATABLE = ("started_at", "ended_at", "error", "cache_key", "cache_parts", "outputs",

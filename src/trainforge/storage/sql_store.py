@@ -37,24 +37,13 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from trainforge.entities import (
-    Experiment,
-    Pipeline,
-    Run,
-    RunStatus,
-)
+from trainforge.entities import Experiment, Pipeline, Run, RunStatus
 from trainforge.errors import Ambiguous, Conflict, NotFound
-from trainforge.storage import (
-    sql_metrics,
-)
+from trainforge.storage import sql_metrics
 from trainforge.storage.contracts import DEFAULT_LIMIT, Page
 from trainforge.storage.cursors import Listing
 from trainforge.storage.query import parse_filter, parse_sort
-from trainforge.storage.records import (
-    to_experiment,
-    to_pipeline,
-    to_run,
-)
+from trainforge.storage.records import to_experiment, to_pipeline, to_run
 from trainforge.storage.sql_base import get_row, new_id, require_run
 from trainforge.storage.sql_checkpoints import SqlCheckpointStore
 from trainforge.storage.sql_data_versions import SqlDataVersionStore

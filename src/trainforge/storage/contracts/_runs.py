@@ -6,14 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from trainforge.entities import (
-    CheckpointRecord,
-    Experiment,
-    MetricPoint,
-    Pipeline,
-    Run,
-    RunStatus,
-)
+from trainforge.entities import CheckpointRecord, Experiment, MetricPoint, Pipeline, Run, RunStatus
 from trainforge.storage.contracts._pages import DEFAULT_LIMIT, HISTORY_LIMIT, Page
 
 
