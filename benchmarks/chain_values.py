@@ -51,10 +51,11 @@ def main() -> None:
 
 def measure(spec: Path) -> dict[str, Any]:
     from trainforge.config import Settings
+    from trainforge.orchestration import value_store
     from trainforge.orchestration.cache import stored_refs
-    from trainforge.orchestration.session import value_store
     from trainforge.orchestration.values import ValueStore
     from trainforge.pipeline import run_pipeline
+    from trainforge.session import Session
     from trainforge.storage import open_store
 
     put_s: dict[str, float] = defaultdict(float)
@@ -76,7 +77,7 @@ def measure(spec: Path) -> dict[str, Any]:
         ValueStore.put = original  # type: ignore[method-assign]
     settings = Settings.from_env()
     store = open_store(settings.database_url.get_secret_value())
-    values = value_store(settings)
+    values = value_store(Session.open(settings, store))
     steps: dict[str, dict[str, float]] = {}
     for attempt in store.list_step_runs(result.run.system["pipeline_run"]):
         assert attempt.started_at is not None and attempt.ended_at is not None

@@ -13,6 +13,7 @@ from fraud_fixtures import copy_fraud_project
 from trainforge.config import Settings
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.pipeline import run_pipeline
+from trainforge.session import Session
 from trainforge.storage import RegistryStore, Store, open_store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
 
@@ -68,7 +69,7 @@ def train_fraud(root: Path, data: Path, *overrides: str) -> TrainedFraud:
     store = open_store(settings.database_url.get_secret_value())
     artifacts = open_artifact_store(settings.artifact_root)
     result = run_pipeline(project / "pipeline.yaml", ["training.epochs=1", *overrides],
-                          settings=settings, store=store, artifacts=artifacts)
+                          session=Session(settings, store, artifacts))
     assert result.model_version is not None
     return TrainedFraud(home, settings, store, artifacts, result.run.run_id,
                         result.model_version)

@@ -25,7 +25,6 @@ from trainforge.errors import Conflict, SpecError
 from trainforge.evaluate import EvalReport
 from trainforge.pipeline import (
     Launch,
-    PipelineServices,
     launch_pipeline,
     parse_nodes,
     plan_pipeline,
@@ -33,6 +32,7 @@ from trainforge.pipeline import (
 from trainforge.pipeline._distributed import job_pipeline_run_id, job_run_id
 from trainforge.pipeline._run import run_tracked
 from trainforge.registry import GateResult
+from trainforge.session import Session
 from trainforge.train.checkpoint import CheckpointManager
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
@@ -184,7 +184,7 @@ def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
     joiner, status_after_joiner = [], []
 
     def launcher(execute):
-        return run_tracked(plan, PipelineServices.open(), execute=execute, run_id=run_id)
+        return run_tracked(plan, Session.open(), execute=execute, run_id=run_id)
 
     def creator(handle, dag):
         joiner.append(launcher(join))
@@ -214,7 +214,7 @@ def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_
     plan = plan_pipeline(fraud_project / "pipeline.yaml",
                          ["training.checkpoint.resume=auto"] if how == "auto" else [])
     store = home_store()
-    stopped = run_tracked(plan, PipelineServices.open(),
+    stopped = run_tracked(plan, Session.open(),
                           execute=lambda handle, dag: RANK0_VALUES)
     run_id = stopped.run.run_id
     store.end_run(run_id, RunStatus.FAILED, error="node lost")
@@ -225,7 +225,7 @@ def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_
     joined: list = []
 
     def launcher(execute):
-        return run_tracked(plan, PipelineServices.open(), execute=execute, job=job,
+        return run_tracked(plan, Session.open(), execute=execute, job=job,
                            resume=run_id if how == "--resume" else None, run_id="b" * 32)
 
     def first(handle, dag):

@@ -34,7 +34,7 @@ def test_public_api() -> None:
         "DEFAULT_BATCH_ROWS", "Format", "HashCache", "IngestResult", "SourceBatch", "SourceFile",
         "SourceFileInfo", "SourceListing", "StoredLineMaps", "check_columns", "content_id",
         "count_rows", "csv_rows_without_parsing", "data_version_of", "file_batches", "file_sha256",
-        "holding_storage_options", "iter_batches", "list_source_files", "option_names",
+        "iter_batches", "list_source_files", "option_names",
         "read_columns", "read_table", "reopen_filesystem", "stat_key", "with_partitions"]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from trainforge.errors import SpecError
 from trainforge.orchestration import Pipeline, StepContext, step
-from trainforge.orchestration.session import load_pipeline
+from trainforge.orchestration.user_pipelines import load_pipeline
 
 
 def scale(frame, ctx: StepContext, factor: float = 2.0):

@@ -21,7 +21,7 @@ import torch
 
 from trainforge.errors import ValueStoreError
 from trainforge.orchestration import ValueStore
-from trainforge.orchestration.value_types import StructCodec, register_value_type
+from trainforge.orchestration.value_types import DecodeContext, StructCodec, register_value_type
 from trainforge.orchestration.values import ValueRef
 from trainforge.storage.objects import open_object_store
 
@@ -145,7 +145,7 @@ def test_a_type_this_process_does_not_know_is_refused_by_name() -> None:
     data = b"TFV1" + struct.pack("<Q", len(header)) + header
     with pytest.raises(ValueStoreError, match="gone.module:Thing is not a registered value "
                                               "type in this process"):
-        StructCodec().decode(data)
+        StructCodec().decode(data, DecodeContext())
 
 
 def test_a_type_is_registered_by_importing_the_module_its_header_names() -> None:
@@ -154,7 +154,7 @@ def test_a_type_is_registered_by_importing_the_module_its_header_names() -> None
     data = b"TFV1" + struct.pack("<Q", len(header)) + header
     with pytest.raises(ValueStoreError, match="no_such_module_of_values, the module registering "
                                               "its types, does not import"):
-        StructCodec().decode(data)
+        StructCodec().decode(data, DecodeContext())
 
 
 def test_registering_a_class_that_is_no_dataclass_needs_both_functions() -> None:

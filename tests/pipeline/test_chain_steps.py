@@ -20,9 +20,10 @@ from trainforge.config import Settings
 from trainforge.entities import PipelineRunStatus, RunStatus, StepState
 from trainforge.errors import RunFailed, SpecError
 from trainforge.evaluate import predict_scores
+from trainforge.orchestration import value_store
 from trainforge.orchestration.cache import stored_refs
-from trainforge.orchestration.session import value_store
 from trainforge.pipeline import plan_pipeline, run_pipeline
+from trainforge.session import Session
 from trainforge.train import Callback
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
@@ -72,7 +73,7 @@ def test_the_chain_and_user_steps_are_one_pipeline_run_with_every_state(fraud_pr
 def _check_stored_values(run, by_step) -> None:
     """Every step's outputs are in the value store, and what comes back is what the run
     recorded: the rows read, the splits (the golden set), the report, the model's scores."""
-    values = value_store(Settings.from_env())
+    values = value_store(Session.open())
     got = {}
     for attempt in by_step.values():
         refs = stored_refs(attempt.outputs)

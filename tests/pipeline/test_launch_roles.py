@@ -13,9 +13,9 @@ import pytest
 
 from trainforge.entities import Pipeline, RunStatus, StepState
 from trainforge.errors import Conflict, TrainingError
-from trainforge.orchestration.session import value_store
+from trainforge.orchestration import value_store
 from trainforge.orchestration.values import ValueRef
-from trainforge.pipeline import Launch, PipelineServices
+from trainforge.pipeline import Launch
 from trainforge.pipeline._distributed import (
     _follow,
     _Job,
@@ -23,6 +23,7 @@ from trainforge.pipeline._distributed import (
     _trained_by_rank0,
     job_pipeline_run_id,
 )
+from trainforge.session import Session
 from trainforge.tracking import RunHandle, start_run
 
 LAUNCH = Launch(1, nnodes=2, rdzv_endpoint="node0:29500", rdzv_id="job-1")
@@ -31,12 +32,12 @@ LAUNCH = Launch(1, nnodes=2, rdzv_endpoint="node0:29500", rdzv_id="job-1")
 @pytest.fixture
 def job():
     """A run the leader started, and the job's pipeline run it created."""
-    services = PipelineServices.open()
-    services.store.upsert_pipeline(Pipeline(pipeline_id="fraud", name="fraud", dag_config={}))
-    with start_run("fraud", store=services.store, artifacts=services.artifacts) as leader:
+    session = Session.open()
+    session.store.upsert_pipeline(Pipeline(pipeline_id="fraud", name="fraud", dag_config={}))
+    with start_run("fraud", store=session.store, artifacts=session.artifacts) as leader:
         pipeline_run = job_pipeline_run_id(LAUNCH, leader.run_id)
-        services.store.create_pipeline_run(pipeline_run, "fraud", {}, {}, leader.run_id)
-        yield _Job(LAUNCH, [], services, leader.run_id, pipeline_run)
+        session.store.create_pipeline_run(pipeline_run, "fraud", {}, {}, leader.run_id)
+        yield _Job(LAUNCH, [], session, leader.run_id, pipeline_run)
 
 
 def later(action, after_s: float = 0.3) -> threading.Thread:
@@ -54,14 +55,14 @@ def test_the_job_pipeline_run_is_created_once_so_one_launcher_leads(job):
     assert job.pipeline_run != job_pipeline_run_id(
         Launch(1, nnodes=2, rdzv_endpoint="node0:29500", rdzv_id="job-2"), job.run_id)
     with pytest.raises(Conflict, match="exists already"):
-        job.services.store.create_pipeline_run(job.pipeline_run, "fraud", {}, {}, job.run_id)
+        job.session.store.create_pipeline_run(job.pipeline_run, "fraud", {}, {}, job.run_id)
 
 
 def test_the_dataset_is_there_once_the_features_step_stored_it(job):
-    store = job.services.store
+    store = job.session.store
     row = store.add_step_run(job.pipeline_run, "features", 1, StepState.PENDING)
     assert _stored_dataset(store, job.pipeline_run, "features") is None
-    ref = value_store(job.services.settings).put({"rows": [1, 2, 3]}, "a dataset")
+    ref = value_store(job.session).put({"rows": [1, 2, 3]}, "a dataset")
     store.update_step_run(row.step_run_id, StepState.SUCCEEDED,
                           outputs={"dataset": ref.to_json()})
     stored = _stored_dataset(store, job.pipeline_run, "features")
@@ -76,9 +77,9 @@ def test_the_dataset_is_there_once_the_features_step_stored_it(job):
 
 
 def test_a_follower_leaves_the_run_as_the_leader_ended_it_before_the_dataset(job):
-    store = job.services.store
+    store = job.session.store
     store.add_step_run(job.pipeline_run, "features", 1, StepState.PENDING)
-    follower = RunHandle.attach(store, job.run_id, job.services.artifacts)
+    follower = RunHandle.attach(store, job.run_id, job.session.artifacts)
     error = "pipeline run x failed: withdrawn: the data owner withdrew this extract"
     ending = later(lambda: store.end_run(job.run_id, RunStatus.FAILED, error=error))
     with pytest.raises(TrainingError) as raised:
@@ -95,7 +96,7 @@ def test_a_follower_leaves_the_run_as_the_leader_ended_it_before_the_dataset(job
 
 
 def test_the_leader_waits_for_the_model_rank0_named_for_its_pipeline_run(job):
-    store, values = job.services.store, value_store(job.services.settings)
+    store, values = job.session.store, value_store(job.session)
     stale = values.put({"trained": "by an earlier attempt"}, "a model")
     store.set_system(job.run_id, {"launch": {"pipeline_run": "an earlier pipeline run",
                                              "trained": stale.to_json()}})
@@ -107,7 +108,7 @@ def test_the_leader_waits_for_the_model_rank0_named_for_its_pipeline_run(job):
 
 
 def test_the_leader_stops_waiting_when_another_node_ended_the_run(job):
-    store = job.services.store
+    store = job.session.store
     ending = later(lambda: store.end_run(job.run_id, RunStatus.FAILED,
                                          error="worker rank 1 failed (exit code 1): NaN"))
     with pytest.raises(TrainingError, match=r"^the run ended failed on another node: worker "
@@ -120,4 +121,4 @@ def test_the_leader_gives_up_when_rank0_names_no_model_in_time(job):
     with pytest.raises(TrainingError, match="global rank 0 named no trained model in 0 s; its "
                                             "checkpoints are kept: continue the run with "
                                             "--resume"):
-        _trained_by_rank0(job.services.store, job.run_id, job.pipeline_run, wait_s=0)
+        _trained_by_rank0(job.session.store, job.run_id, job.pipeline_run, wait_s=0)

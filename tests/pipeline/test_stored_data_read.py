@@ -1,7 +1,7 @@
 """The data read, stored as a step's output and read back (as a resumed pipeline run does),
 still names a row by the line an editor shows while its file holds the bytes read; a streamed
 source's row-group plan comes back reading the same rows; a remote source reached through
-storage options reopens with those its process holds for it."""
+storage options reopens with those the decoding value store's credentials give for it."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import trainforge.pipeline._values  # noqa: F401 - registers the chain's value types
+from trainforge.config import Credentials
 from trainforge.errors import ValueStoreError
 from trainforge.ingest import IngestResult, list_source_files, read_table
-from trainforge.ingest._reopen import holding_storage_options
-from trainforge.orchestration import ValueStore
+from trainforge.orchestration import DecodeContext, ValueStore
 from trainforge.storage.objects import open_object_store
 from trainforge.streaming._row_groups import RowGroupPlan
 
@@ -91,12 +91,18 @@ def s3(s3_options):
     return s3fs.S3FileSystem(**s3_options)
 
 
-def test_a_plan_listed_with_storage_options_reopens_with_those_held_for_its_source(
+def given(values: ValueStore, source: str, options: dict) -> ValueStore:
+    """The same value store, decoding with `options` for `source`."""
+    return ValueStore(values.objects, DecodeContext(Credentials({source: options})))
+
+
+def test_a_plan_listed_with_storage_options_reopens_with_those_its_decoder_is_given(
     s3_bucket_needing_options, s3, s3_options, values
 ):
     """The options may hold credentials and name an endpoint: the stored plan keeps their
-    names only. It reads again where a process holds options for its source (a pipeline run
-    of its spec), and names what it needs where none does."""
+    names only. It reads again where the value store decoding it is given options for its
+    source (a pipeline run's session, with its spec's), and names what it needs where none
+    are."""
     bucket = s3_bucket_needing_options
     table = pa.table({"a": list(range(10))})
     with s3.open(f"{bucket}/rows/part-0.parquet", "wb") as out:
@@ -114,13 +120,14 @@ def test_a_plan_listed_with_storage_options_reopens_with_those_held_for_its_sour
     assert f"data source {source!r} was listed with storage options (client_kwargs, " \
         "default_block_size, key, secret), which the value store does not keep" in \
         str(refused.value)
-    with holding_storage_options(source, s3_options):
-        back: RowGroupPlan = values.get(ref, "a plan")
+    with pytest.raises(ValueStoreError, match="which the value store does not keep"):
+        given(values, f"s3://{bucket}/other/*.parquet", s3_options).get(ref, "a plan")
+    back: RowGroupPlan = given(values, source, s3_options).get(ref, "a plan")
     assert back.read(1, ["a"]).equals(plan.read(1, ["a"]))
     assert back.groups[2].locate(1) == "part-0.parquet row 10"
 
 
-def test_a_restored_remote_read_names_lines_with_the_options_held_for_its_source(
+def test_a_restored_remote_read_names_lines_with_the_options_its_decoder_is_given(
     s3_bucket_needing_options, s3, s3_options, values
 ):
     bucket = s3_bucket_needing_options
@@ -128,6 +135,6 @@ def test_a_restored_remote_read_names_lines_with_the_options_held_for_its_source
     source = f"s3://{bucket}/text/rows.csv"
     read = read_table(source, storage_options=s3_options)
     assert read.locate(1) == "rows.csv line 4 (row 2)"
-    with holding_storage_options(source, s3_options):
-        assert restored(values, read).locate(1) == "rows.csv line 4 (row 2)"
+    assert restored(given(values, source, s3_options), read).locate(1) == \
+        "rows.csv line 4 (row 2)"
     assert restored(values, read).locate(1) == "rows.csv row 2"  # no options here: no lines

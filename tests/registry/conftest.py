@@ -15,6 +15,7 @@ from fraud_fixtures import EXAMPLE
 from registry_versions import MAX_DROP, MIN_AUC, V1, V2
 
 from trainforge.config import Settings
+from trainforge.session import Session
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +33,8 @@ def trained_registry(tmp_path_factory: pytest.TempPathFactory, fraud_slice: Path
     (project / "pipeline.yaml").write_text(yaml.safe_dump(spec))
     settings = Settings.from_env({"TRAINFORGE_HOME": str(root / "home")})
     for overrides in (V1, V2):
-        result = run_pipeline(project / "pipeline.yaml", overrides, settings=settings)
+        result = run_pipeline(project / "pipeline.yaml", overrides,
+                              session=Session.open(settings))
         assert result.model_version is not None, "both versions pass the registration gate"
     return root
 

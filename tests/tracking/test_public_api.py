@@ -8,8 +8,9 @@ def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
         "DEFAULT_CRASH_TIMEOUT_S", "GitState", "RunComparison", "RunHandle", "RunRecorder",
         "active_run", "capture_environment", "collect_crashed_runs", "compare_runs", "comparison",
-        "default_store", "get_metric_history", "get_run", "git_state", "is_alive", "parse_filter",
-        "parse_sort", "process_record", "replay_spills", "search_runs", "start_run",
+        "default_store", "get_metric_history", "get_run", "git_state", "is_alive", "open_run",
+        "parse_filter", "parse_sort", "process_record", "replay_in_background", "replay_spills",
+        "search_runs", "start_run",
         "where_running"]
 
 

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from trainforge.cli._app import app
 from trainforge.config import Settings
 from trainforge.errors import SpecError
+from trainforge.session import Session
 from trainforge.storage import all_items, open_store
 from trainforge.storage.artifacts import open_artifact_store
 from trainforge.train import Trainer
@@ -119,8 +120,8 @@ def study(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Study:
     settings = Settings.from_env({"TRAINFORGE_HOME": str(tmp_path_factory.mktemp("pbt_home"))})
     watcher = Watcher()
     store = open_store(settings.database_url.get_secret_value())
-    result = run_pbt(project / "pipeline.yaml", [*BASE, tuning()], settings=settings,
-                     store=store, artifacts=open_artifact_store(settings.artifact_root),
+    result = run_pbt(project / "pipeline.yaml", [*BASE, tuning()],
+                     session=Session(settings, store, open_artifact_store(settings.artifact_root)),
                      listener=watcher)
     return Study(result, watcher, settings)
 
@@ -249,7 +250,7 @@ def test_bad_pbt_specs_name_the_field_and_create_nothing(
 ) -> None:
     settings = Settings.from_env({"TRAINFORGE_HOME": str(tmp_path)})
     with pytest.raises(SpecError) as caught:
-        run_pbt(project / "pipeline.yaml", [*BASE, override], settings=settings)
+        run_pbt(project / "pipeline.yaml", [*BASE, override], session=Session.open(settings))
     assert f"{field_path}:" in str(caught.value)
     assert str(project / "pipeline.yaml") in str(caught.value)
     assert not (tmp_path / "trainforge.db").exists()

@@ -11,7 +11,8 @@ from quick_trials import QUICK
 
 from trainforge.config import Settings
 from trainforge.entities import RunStatus
-from trainforge.pipeline import PipelineServices, plan_pipeline
+from trainforge.pipeline import plan_pipeline
+from trainforge.session import Session
 from trainforge.tracking import start_run
 from trainforge.tuning import (
     PipelineObjective,
@@ -36,7 +37,7 @@ def test_a_trial_worse_than_the_median_at_its_first_report_is_pruned_there(digit
         study = create_study(storage, "pruning", context, "pipeline.yaml")
         study.add_trial(optuna.trial.create_trial(  # a finished trial perfect at every report
             value=1.0, intermediate_values={1: 1.0, 2: 1.0, 3: 1.0}))
-        work(study, storage, PipelineObjective(context, PipelineServices.open(), "pruning"),
+        work(study, storage, PipelineObjective(context, Session.open(), "pruning"),
              bounded=True)
 
     trial = study.trials[0]

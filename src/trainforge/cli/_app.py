@@ -158,7 +158,7 @@ def run(
     try:
         with _render.warnings_on_stderr():
             if nproc_per_node is None:
-                result = run_pipeline(spec, overrides or [], settings=_context.settings(),
+                result = run_pipeline(spec, overrides or [], session=_context.session(),
                                       resume=resume, allow_neutral_changes=allow_neutral_changes,
                                       listener=None if as_json else _render.print_step)
             else:
@@ -167,7 +167,7 @@ def run(
                                 min_nodes)
                 result = launch_pipeline(spec, overrides or [], launch, resume=resume,
                                          allow_neutral_changes=allow_neutral_changes,
-                                         settings=_context.settings())
+                                         session=_context.session())
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:

@@ -14,7 +14,7 @@ show (`RunStore.find_run`); one that matches no run or several exits 1 saying so
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from trainforge.entities import Run
 from trainforge.errors import Ambiguous, DatabaseNotFound, NotFound
 from trainforge.storage import RunStore, Store
 from trainforge.tracking import default_store
+
+if TYPE_CHECKING:
+    from trainforge.session import Session
 
 _CURRENT: list[Settings] = []  # the settings of this CLI call; the CLI is the process's entry
 RunId = Annotated[str, typer.Argument(
@@ -53,6 +56,14 @@ def existing_store() -> Store:
         return default_store(settings(), create=False)
     except DatabaseNotFound as exc:
         _render.fail(f"{exc}\n{NO_DATABASE_HINT}", 1)
+
+
+def session(create: bool = True) -> Session:
+    """The session of this CLI call: its settings, their store (created on first use, or
+    with `create=False` `existing_store()`) and artifact store."""
+    from trainforge.session import Session
+
+    return Session.open(settings(), None if create else existing_store())
 
 
 def find_run(store: RunStore, id_or_prefix: str) -> Run:

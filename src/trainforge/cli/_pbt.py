@@ -28,7 +28,7 @@ def pbt_run(spec: str, overrides: Overrides = None, as_json: bool = False) -> No
 
     try:
         with _render.warnings_on_stderr():
-            result = run_pbt(spec, overrides or [], settings=_context.settings())
+            result = run_pbt(spec, overrides or [], session=_context.session())
     except SpecError as exc:
         _render.fail(str(exc), 2)
     except RunFailed as exc:

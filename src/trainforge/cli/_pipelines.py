@@ -50,7 +50,7 @@ def pipeline_run(
 ) -> None:
     """Run the pipeline TARGET declares as one pipeline run, reusing cached step outputs."""
     from trainforge.orchestration import RunOptions
-    from trainforge.orchestration.session import load_pipeline, run_steps
+    from trainforge.orchestration.user_pipelines import load_pipeline, run_steps
 
     if not as_json:
         _render.setup_logging()
@@ -61,8 +61,7 @@ def pipeline_run(
             _render.fail(f"--rerun: {unknown} are not steps of pipeline {dag.name!r} "
                          f"(steps: {[step.name for step in dag.steps]})", 2)
         options = RunOptions(not no_cache, frozenset(rerun or ()), max_parallel)
-        outcome = run_steps(dag, settings=_context.settings(), store=_context.store(),
-                            options=options, source=source,
+        outcome = run_steps(dag, _context.session(), options=options, source=source,
                             listener=None if as_json else _render.print_step)
     except SpecError as exc:
         _render.fail(str(exc), 2)
@@ -112,10 +111,11 @@ def pipeline_gc(
     and recent pipeline runs are kept, for the cache and resume."""
     from datetime import timedelta
 
+    from trainforge.orchestration import value_store
     from trainforge.orchestration.gc import collect_values
-    from trainforge.orchestration.session import value_store
 
-    collected = collect_values(_context.existing_store(), value_store(_context.settings()),
+    session = _context.session(create=False)
+    collected = collect_values(session.store, value_store(session),
                                timedelta(days=older_than), dry_run=dry_run)
     if as_json:
         _render.emit_json({"deleted": collected.deleted, "freed_bytes": collected.freed_bytes,
@@ -132,7 +132,7 @@ def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) ->
     """Continue a failed pipeline run: the steps that did not succeed, and those after them,
     run again with the code as it is now; the others' stored outputs are reused. A run of
     the training pipeline continues its run, training from the newest checkpoint."""
-    from trainforge.orchestration.session import resume_steps
+    from trainforge.orchestration.user_pipelines import resume_steps
 
     if not as_json:
         _render.setup_logging()
@@ -144,8 +144,7 @@ def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) ->
         _resume_training(record, as_json)
         return
     try:
-        outcome = resume_steps(record.pipeline_run_id, settings=_context.settings(),
-                               store=_context.existing_store(),
+        outcome = resume_steps(record.pipeline_run_id, _context.session(create=False),
                                listener=None if as_json else _render.print_step)
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
@@ -176,7 +175,7 @@ def _resume_training(record: PipelineRun, as_json: bool) -> None:
     try:
         with _render.warnings_on_stderr():
             result = run_pipeline(spec["path"], spec.get("overrides") or [],
-                                  settings=_context.settings(), store=store,
+                                  session=_context.session(create=False),
                                   resume=run.run_id, pipeline_run=record.pipeline_run_id,
                                   listener=None if as_json else _render.print_step)
     except (SpecError, ResumeRefused) as exc:
@@ -244,7 +243,7 @@ def dag(
 
 def _load_dag(spec: str) -> Dag:
     """The DAG of a standard pipeline spec (a YAML with `model:`), or of user steps."""
-    from trainforge.orchestration.session import load_pipeline
+    from trainforge.orchestration.user_pipelines import load_pipeline
 
     path = Path(spec)
     if path.is_file() and path.suffix in (".yaml", ".yml"):

@@ -69,7 +69,7 @@ def tune_run(spec: str, overrides: Overrides = None, trials: Trials = None,
     try:
         with _render.warnings_on_stderr():
             result = tune(spec, overrides or [], trials=trials, workers=workers, study=study,
-                          settings=_context.settings())
+                          session=_context.session())
     except SpecError as exc:
         _render.fail(str(exc), 2)
     except Conflict as exc:
@@ -102,7 +102,7 @@ def tune_worker(study: str) -> None:
     gc.enable()
     try:
         with _render.warnings_on_stderr():
-            ran = run_worker(study, settings=_context.settings())
+            ran = run_worker(study, session=_context.session())
     except NotFound as exc:
         _render.fail(str(exc), 1)
     typer.echo(f"{ran} trial(s) run")

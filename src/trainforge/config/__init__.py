@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from trainforge.config._credentials import Credentials
     from trainforge.config._loading import (
         YAML_BOOLEAN_WORDS,
         apply_overrides,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "CheckpointSpec": "trainforge.config._spec",
+    "Credentials": "trainforge.config._credentials",
     "ClipSpec": "trainforge.config._spec",
     "DataSpec": "trainforge.config._spec",
     "EarlyStoppingSpec": "trainforge.config._spec",
@@ -99,6 +101,7 @@ _EXPORTS = {
 
 __all__ = [
     "CheckpointSpec",
+    "Credentials",
     "ClipSpec",
     "DataSpec",
     "EarlyStoppingSpec",

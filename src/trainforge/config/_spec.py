@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from trainforge.config._credentials import Credentials
 from trainforge.config._sections import _Section
 from trainforge.config._spec_data import (
     DataSpec,
@@ -112,3 +113,12 @@ class PipelineSpec(_Section):
     @property
     def experiment_name(self) -> str:
         return self.experiment or self.name
+
+    def credentials(self) -> Credentials:
+        """The storage options this spec gives, by location: `data.storage_options` for
+        `data.source`, `training.checkpoint.storage_options` for its `location`."""
+        given = {self.data.source: self.data.fsspec_options()}
+        checkpoint = self.training.checkpoint
+        if checkpoint.location and checkpoint.storage_options:
+            given[checkpoint.location] = checkpoint.fsspec_options()
+        return Credentials(given)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from trainforge.ingest._formats import count_rows, csv_rows_without_parsing, file_batches
     from trainforge.ingest._hashing import HashCache, file_sha256, stat_key
     from trainforge.ingest._read import read_table
-    from trainforge.ingest._reopen import holding_storage_options, option_names, reopen_filesystem
+    from trainforge.ingest._reopen import option_names, reopen_filesystem
     from trainforge.ingest._result import IngestResult, SourceFile, content_id, data_version_of
     from trainforge.ingest._sources import (
         Format,
@@ -50,7 +50,6 @@ _EXPORTS = {
     "data_version_of": "trainforge.ingest._result",
     "file_batches": "trainforge.ingest._formats",
     "file_sha256": "trainforge.ingest._hashing",
-    "holding_storage_options": "trainforge.ingest._reopen",
     "iter_batches": "trainforge.ingest._stream",
     "list_source_files": "trainforge.ingest._sources",
     "option_names": "trainforge.ingest._reopen",
@@ -78,7 +77,6 @@ __all__ = [
     "data_version_of",
     "file_batches",
     "file_sha256",
-    "holding_storage_options",
     "iter_batches",
     "list_source_files",
     "option_names",

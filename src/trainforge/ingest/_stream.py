@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from trainforge.config import Credentials
 from trainforge.errors import DataError
 from trainforge.ingest._csv import jsonl_lines, record_lines
 from trainforge.ingest._formats import file_batches, open_text
@@ -74,13 +75,15 @@ class LineMaps:
 
 class StoredLineMaps:
     """The line maps of files read earlier from `source` (a stored `IngestResult`'s), opened
-    again from their paths, with the storage options held for the source
+    again from their paths, with the storage options `credentials` give for the source
     (`ingest/_reopen.py`), and scanned once on first use: a file whose bytes no longer hash to
     those read, or that cannot be opened here, gets none."""
 
-    def __init__(self, files: Sequence[SourceFile], source: str) -> None:
+    def __init__(self, files: Sequence[SourceFile], source: str,
+                 credentials: Credentials) -> None:
         self._files = files
         self._source = source
+        self._credentials = credentials
         self._lines: dict[int, np.ndarray | None] = {}
 
     def __call__(self, index: int) -> np.ndarray | None:
@@ -92,7 +95,7 @@ class StoredLineMaps:
         if file.format == "parquet":
             return None
         try:
-            fs = reopen_filesystem(self._source, ())
+            fs = reopen_filesystem(self._source, (), self._credentials)
             path = fs._strip_protocol(file.path)
             if file_sha256(fs, path) != (file.size, file.sha256):
                 return None

@@ -13,10 +13,12 @@ from trainforge.orchestration.runner import (
     run_dag,
 )
 from trainforge.orchestration.steps import Pipeline, StepDefinition, step
-from trainforge.orchestration.values import ValueRef, ValueStore
+from trainforge.orchestration.value_types import DecodeContext
+from trainforge.orchestration.values import ValueRef, ValueStore, value_store
 
 __all__ = [
     "Dag",
+    "DecodeContext",
     "InProcessRunner",
     "Pipeline",
     "PipelineOutcome",
@@ -34,4 +36,5 @@ __all__ = [
     "run_dag",
     "step",
     "to_dot",
+    "value_store",
 ]

@@ -19,6 +19,11 @@ names), then the blobs. It is deterministic: the same state gives the same bytes
 value is stored once. Decoding a type nobody has registered in this process first imports the
 modules the header names (a worker on another machine gets the pipeline's types that way); a
 type still unknown is refused with its name.
+
+A decoder may need the decoding process's session: a data listing reopens its source with the
+storage options that process holds for it (never stored). Such a type registers a
+`from_state` of `(state, context)` with `context=True`, and gets the `DecodeContext` of the
+value store decoding it.
 """
 
 from __future__ import annotations
@@ -30,18 +35,26 @@ import io
 import json
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from trainforge.config import Credentials
 from trainforge.errors import ValueStoreError
 
 MAGIC = b"TFV1"
 State = Any
 ToState = Callable[[Any], State]
-FromState = Callable[[State], Any]
+
+
+@dataclass(frozen=True)
+class DecodeContext:
+    """What the process decoding a value lends its decoders: the credentials of the
+    locations a value names (a listing's source)."""
+
+    credentials: Credentials = field(default_factory=Credentials)
 
 
 class Unstorable(Exception):
@@ -53,8 +66,9 @@ class Unstorable(Exception):
 class ValueType:
     cls: type
     to_state: ToState
-    from_state: FromState
+    from_state: Callable[..., Any]
     module: str  # the module whose import registers it
+    context: bool = False  # from_state takes (state, DecodeContext)
 
 
 _TYPES: dict[str, ValueType] = {}
@@ -66,11 +80,14 @@ def type_name(cls: type) -> str:
 
 
 def register_value_type(cls: type, *, module: str, to_state: ToState | None = None,
-                        from_state: FromState | None = None) -> None:
+                        from_state: Callable[..., Any] | None = None,
+                        context: bool = False) -> None:
     """Let values of `cls` (exactly that class) go into the value store. `module` is the
     module that makes this call (`__name__`): a process decoding the type imports it.
     Without `to_state` / `from_state`, `cls` must be a dataclass (its init fields are the
-    state, and `cls(**state)` builds it back) or an enum (its member's value)."""
+    state, and `cls(**state)` builds it back) or an enum (its member's value). With
+    `context`, `from_state(state, context)` gets the decoding value store's
+    `DecodeContext`."""
     if to_state is None or from_state is None:
         if isinstance(cls, type) and issubclass(cls, enum.Enum):
             to_state, from_state = to_state or (lambda member: member.value), from_state or cls
@@ -82,7 +99,7 @@ def register_value_type(cls: type, *, module: str, to_state: ToState | None = No
         else:
             raise TypeError(f"{type_name(cls)}: a value type other than a dataclass or an "
                             "enum needs to_state and from_state")
-    _TYPES[type_name(cls)] = ValueType(cls, to_state, from_state, module)
+    _TYPES[type_name(cls)] = ValueType(cls, to_state, from_state, module, context)
 
 
 def registered(value: Any) -> bool:
@@ -109,7 +126,7 @@ class StructCodec:
                             separators=(",", ":")).encode()  # dicts keep their order
         return b"".join([MAGIC, struct.pack("<Q", len(header)), header, *writer.blobs])
 
-    def decode(self, data: bytes) -> Any:
+    def decode(self, data: bytes, context: DecodeContext) -> Any:
         if data[:4] != MAGIC or len(data) < 12:
             raise ValueStoreError("not a struct value (no TFV1 header)")
         (length,) = struct.unpack("<Q", data[4:12])
@@ -125,7 +142,7 @@ class StructCodec:
                     raise ValueStoreError(f"{module}, the module registering its types, does "
                                           f"not import: {exc}") from exc
                 _imported.add(module)
-        return _Reader(blobs).node(header["tree"])
+        return _Reader(blobs, context).node(header["tree"])
 
 
 class _Writer:
@@ -186,8 +203,9 @@ class _Writer:
 
 
 class _Reader:
-    def __init__(self, blobs: list[memoryview]) -> None:
+    def __init__(self, blobs: list[memoryview], context: DecodeContext) -> None:
         self.blobs = blobs
+        self.context = context
 
     def node(self, tree: Any) -> Any:  # noqa: PLR0911 - one branch per kind
         if not isinstance(tree, dict):
@@ -204,7 +222,9 @@ class _Reader:
         if tag == "dt":
             return datetime.fromisoformat(tree["dt"])
         if tag == "o":
-            return _known(tree["o"]).from_state(self.node(tree["v"]))
+            kind = _known(tree["o"])
+            state = self.node(tree["v"])
+            return kind.from_state(state, self.context) if kind.context else kind.from_state(state)
         return self.array(tag, tree[tag])
 
     def array(self, tag: str, index: int) -> Any:
@@ -214,9 +234,9 @@ class _Reader:
         if tag == "a":
             return np.load(io.BytesIO(data), allow_pickle=False)
         if tag == "f":
-            return ParquetCodec().decode(data)
+            return ParquetCodec().decode(data, self.context)
         if tag == "T":
-            return SafetensorsCodec().decode(data)
+            return SafetensorsCodec().decode(data, self.context)
         raise ValueStoreError(f"unknown part kind {tag!r}")
 
 

@@ -28,11 +28,14 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainforge.errors import ObjectNotFound, ObjectStoreError, ValueStoreError
-from trainforge.orchestration.value_types import StructCodec, Unstorable
-from trainforge.storage.objects import ObjectStore
+from trainforge.orchestration.value_types import DecodeContext, StructCodec, Unstorable
+from trainforge.storage.objects import ObjectStore, open_object_store
+
+if TYPE_CHECKING:
+    from trainforge.session import Session
 
 PREFIX = "values"
 
@@ -70,7 +73,7 @@ class Codec(Protocol):
 
     def encode(self, value: Any) -> bytes: ...
 
-    def decode(self, data: bytes) -> Any: ...
+    def decode(self, data: bytes, context: DecodeContext) -> Any: ...
 
 
 class ParquetCodec:
@@ -89,7 +92,7 @@ class ParquetCodec:
         pq.write_table(pa.Table.from_pandas(value), buffer, compression="lz4")
         return buffer.getvalue()
 
-    def decode(self, data: bytes) -> Any:
+    def decode(self, data: bytes, context: DecodeContext) -> Any:
         import pyarrow.parquet as pq
 
         return pq.read_table(io.BytesIO(data)).to_pandas()
@@ -106,7 +109,7 @@ class FeaturePipelineCodec:
     def encode(self, value: Any) -> bytes:
         return str(value.to_json()).encode()
 
-    def decode(self, data: bytes) -> Any:
+    def decode(self, data: bytes, context: DecodeContext) -> Any:
         from trainforge.features import FeaturePipeline
 
         return FeaturePipeline.from_json(data.decode())
@@ -137,7 +140,7 @@ class SafetensorsCodec:
         tensors = {self._SINGLE: value} if isinstance(value, torch.Tensor) else value
         return bytes(save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}))
 
-    def decode(self, data: bytes) -> Any:
+    def decode(self, data: bytes, context: DecodeContext) -> Any:
         from safetensors.torch import load
 
         tensors = load(data)
@@ -157,7 +160,7 @@ class JsonCodec:
     def encode(self, value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
-    def decode(self, data: bytes) -> Any:
+    def decode(self, data: bytes, context: DecodeContext) -> Any:
         return json.loads(data)
 
 
@@ -193,10 +196,12 @@ def codec_for(value: Any) -> Codec | None:
 
 
 class ValueStore:
-    """Values under `values/` of an object store; safe to share across threads."""
+    """Values under `values/` of an object store; safe to share across threads. `context` is
+    what its decoders get of the process decoding (the session's credentials)."""
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectStore, context: DecodeContext | None = None) -> None:
         self.objects = objects
+        self.context = context or DecodeContext()
 
     def put(self, value: Any, what: str = "value") -> ValueRef | None:
         """Store `value` (once per content) and return its reference; None when no codec
@@ -232,7 +237,7 @@ class ValueStore:
                                   f"its name (sha256 {ref.digest}); it was changed after it "
                                   "was stored")
         try:
-            return _codec(ref.codec).decode(data)
+            return _codec(ref.codec).decode(data, self.context)
         except Exception as exc:
             raise ValueStoreError(f"{what}: {self.objects.uri_of(ref.key)} cannot be decoded "
                                   f"as {ref.codec}: {exc}") from exc
@@ -240,3 +245,10 @@ class ValueStore:
     def missing(self, refs: Sequence[ValueRef]) -> list[ValueRef]:
         """Those of `refs` whose objects are gone (a cache hit is only taken when none is)."""
         return [ref for ref in refs if not self.objects.exists(ref.key)]
+
+
+def value_store(session: Session) -> ValueStore:
+    """The value store under the session's artifact root (`<root>/values/`), decoding with the
+    session's credentials."""
+    return ValueStore(open_object_store(session.settings.artifact_root),
+                      DecodeContext(session.credentials))

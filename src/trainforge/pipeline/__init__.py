@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from trainforge.pipeline._identity import spec_hash
     from trainforge.pipeline._plan import PipelinePlan, load_checked_spec, plan_pipeline
     from trainforge.pipeline._resume import checkpoint_location, checkpoint_record
-    from trainforge.pipeline._run import PipelineResult, PipelineServices, run_pipeline
+    from trainforge.pipeline._run import PipelineResult, run_pipeline
 
 _EXPORTS = {
     "Dataset": "trainforge.pipeline._dataset",
@@ -39,7 +39,6 @@ _EXPORTS = {
     "Launch": "trainforge.pipeline._distributed",
     "PipelinePlan": "trainforge.pipeline._plan",
     "PipelineResult": "trainforge.pipeline._run",
-    "PipelineServices": "trainforge.pipeline._run",
     "build_training_dag": "trainforge.pipeline._dag",
     "check_spec": "trainforge.pipeline._checks",
     "checkpoint_location": "trainforge.pipeline._resume",
@@ -64,7 +63,6 @@ __all__ = [
     "Launch",
     "PipelinePlan",
     "PipelineResult",
-    "PipelineServices",
     "build_training_dag",
     "check_spec",
     "checkpoint_location",

@@ -24,9 +24,10 @@
 Workers find the run through `TRAINFORGE_RUN_ID`, the pipeline run they train for through
 `TRAINFORGE_PIPELINE_RUN`, the dataset through `TRAINFORGE_DATASET` (its value references: a
 `data.streaming` dataset is its plan, from which each worker reads only its own shards,
-through the spec's `data.storage_options`, which it holds while it decodes the plan), and the
-store, artifacts and values through the settings of the environment they inherit
-(`TRAINFORGE_HOME`, `TRAINFORGE_DB`, `TRAINFORGE_ARTIFACTS`). With
+through the spec's `data.storage_options`, which its session's credentials give the plan's
+decoder), and the store, artifacts and values through the settings of the environment they
+inherit (`TRAINFORGE_HOME`, `TRAINFORGE_DB`, `TRAINFORGE_ARTIFACTS`): each worker opens its
+session from them. With
 `--nnodes` > 1 every node runs a launcher with the same `--rdzv-endpoint` and `--rdzv-id`, from
 which each derives the job's run id (`job_run_id`) and its pipeline run id
 (`job_pipeline_run_id`): the first launcher creates the run, the others join it; the first to
@@ -53,23 +54,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, Preempted, SpecError, TrainingError
-from trainforge.ingest import holding_storage_options
-from trainforge.orchestration import Dag, RunOptions
-from trainforge.orchestration.session import value_store
+from trainforge.orchestration import Dag, RunOptions, value_store
 from trainforge.orchestration.values import ValueRef, ValueStore
 from trainforge.pipeline._dag import Recorded
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._plan import PipelinePlan, plan_pipeline
-from trainforge.pipeline._run import (
-    PipelineResult,
-    PipelineServices,
-    execute_in_process,
-    run_tracked,
-)
+from trainforge.pipeline._run import PipelineResult, execute_in_process, run_tracked
 from trainforge.pipeline._steps import TrainedModel, train
+from trainforge.session import Session
 from trainforge.storage import Store, all_items
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import RunHandle, RunRecorder
@@ -126,7 +120,7 @@ class Launch:
 
 def launch_pipeline(
     path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None,
-    *, allow_neutral_changes: bool = False, settings: Settings | None = None,
+    *, allow_neutral_changes: bool = False, session: Session | None = None,
 ) -> PipelineResult | None:
     """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
 
@@ -140,11 +134,11 @@ def launch_pipeline(
     overrides = list(overrides or [])
     plan = plan_pipeline(path, overrides)
     _check_launch(plan.spec, launch, str(path), resume)
-    services = PipelineServices.open(settings)
+    session = (session or Session.open()).with_credentials(plan.spec.credentials())
     execute = partial(_execute_launched, launch, [str(Path(path).resolve()), *overrides], plan,
-                      services)
+                      session)
     multi_node = launch.nnodes > 1
-    return run_tracked(plan, services, execute=execute, resume=resume,
+    return run_tracked(plan, session, execute=execute, resume=resume,
                        allow_neutral_changes=allow_neutral_changes,
                        run_id=job_run_id(plan.spec.name, launch) if multi_node else None,
                        job=job_key(launch) if multi_node else None)
@@ -207,7 +201,7 @@ class _Job:
 
     launch: Launch
     worker_args: list[str]
-    services: PipelineServices
+    session: Session
     run_id: str
     pipeline_run: str
 
@@ -235,11 +229,11 @@ class _Job:
             raise TrainingError(f"worker rank {rank} failed (exit code {failure.exitcode}): "
                                 f"{failure.message}") from None
         except SignalException as exc:
-            raise _stopped_by(exc.sigval, self.services.store, self.run_id) from None
+            raise _stopped_by(exc.sigval, self.session.store, self.run_id) from None
 
 
 def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan,
-                      services: PipelineServices, handle: RunHandle,
+                      session: Session, handle: RunHandle,
                       dag: Dag) -> dict[str, Any] | None:
     """The `execute` of a launched run: as the leader, the DAG in this process with its train
     step on torchrun workers; as a follower, only this node's workers (None)."""
@@ -249,10 +243,10 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
     handle.set_system({DISTRIBUTED_RECORD: shape})
     pipeline_run = (job_pipeline_run_id(launch, handle.run_id) if launch.nnodes > 1
                     else uuid.uuid4().hex)
-    job = _Job(launch, worker_args, services, handle.run_id, pipeline_run)
+    job = _Job(launch, worker_args, session, handle.run_id, pipeline_run)
     dataset_step = _dataset_step(dag)
     try:  # created here, so that exactly one launcher leads; its runner then continues it
-        services.store.create_pipeline_run(pipeline_run, dag.name, plan.system_record(),
+        session.store.create_pipeline_run(pipeline_run, dag.name, plan.system_record(),
                                            RunOptions().to_json(), handle.run_id)
     except Conflict:
         _follow(job, dataset_step, handle)
@@ -260,7 +254,7 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
     in_process = next(step for step in dag.steps if step.name == "train")
     on_workers = partial(_train_on_workers, job, dataset_step)
     dag = dag.replacing(replace(in_process, fn=Recorded(on_workers)))
-    return execute_in_process(plan, services, None, handle, dag, pipeline_run=pipeline_run)
+    return execute_in_process(plan, session, None, handle, dag, pipeline_run=pipeline_run)
 
 
 def _dataset_step(dag: Dag) -> str:
@@ -273,20 +267,19 @@ def _train_on_workers(job: _Job, dataset_step: str, dataset: Dataset,
     """The leader's train step: the workers started on the dataset its features step stored
     (`dataset`, the step's input, is that value in this process: the workers read the stored
     copy), the model global rank 0 trained read back from the value store."""
-    stored = _stored_dataset(job.services.store, job.pipeline_run, dataset_step)
+    stored = _stored_dataset(job.session.store, job.pipeline_run, dataset_step)
     assert stored is not None  # the runner starts the train step once its input is there
     job.start_workers(stored)
-    trained = _trained_by_rank0(job.services.store, job.run_id, job.pipeline_run,
+    trained = _trained_by_rank0(job.session.store, job.run_id, job.pipeline_run,
                                 RANK0_WAIT_S if job.launch.nnodes > 1 else 0.0)
-    return {"trained": value_store(job.services.settings).get(trained,
-                                                               "the model rank 0 trained")}
+    return {"trained": value_store(job.session).get(trained, "the model rank 0 trained")}
 
 
 def _follow(job: _Job, dataset_step: str, handle: RunHandle) -> None:
     """A follower's part of the job: once the leader's `dataset_step` has stored the dataset,
     this node's workers train on it. When the leader's pipeline run stops before that, this
     launcher leaves the run as the leader ended it (`TrainingError`, the handle closed)."""
-    store = job.services.store
+    store = job.session.store
     log.info("run %s: following the job's pipeline run %s; waiting for its dataset", job.run_id,
              job.pipeline_run)
     while (dataset := _stored_dataset(store, job.pipeline_run, dataset_step)) is None:
@@ -375,36 +368,34 @@ def run_worker(path: str, overrides: list[str]) -> None:
     if not run_id:
         raise TrainingError(f"{RUN_ID_ENV} is not set: start workers with `trainforge run SPEC "
                             "--nproc-per-node N`")
-    services = PipelineServices.open()
-    values = value_store(services.settings)
+    session = Session.open().with_credentials(plan.spec.credentials())
+    values = value_store(session)
     preemption = plan.preemption_notice()
     with process_group(plan.spec.training.device), preemption.installed():
-        dataset = _worker_dataset(plan, values)
+        dataset = _worker_dataset(values)
         if int(os.environ.get("RANK", "0")) != 0:
-            train(plan.spec, (), preemption, dataset, NullRun(run_id, services.artifacts))
+            train(plan.spec, (), preemption, dataset, NullRun(run_id, session.artifacts))
             return
-        handle = RunHandle.attach(services.store, run_id, services.artifacts,
-                                  settings=services.settings)
+        handle = RunHandle.attach(session.store, run_id, session.artifacts,
+                                  settings=session.settings)
         try:
             trained: TrainedModel = train(plan.spec, (), preemption, dataset, handle)["trained"]
         finally:
             handle.close()
     stored = values.put(trained, "the trained model")
     assert stored is not None  # a trained model is a registered value type
-    services.store.set_system(run_id, {LAUNCH_RECORD: {
+    session.store.set_system(run_id, {LAUNCH_RECORD: {
         "pipeline_run": os.environ[PIPELINE_RUN_ENV], "trained": stored.to_json()}})
 
 
-def _worker_dataset(plan: PipelinePlan, values: ValueStore) -> Dataset:
-    """The dataset the launcher stored, decoded holding the spec's data storage options (a
-    streamed dataset's plan reopens its source with them)."""
+def _worker_dataset(values: ValueStore) -> Dataset:
+    """The dataset the launcher stored, decoded with the worker's session's credentials (a
+    streamed dataset's plan reopens its source with the spec's data storage options)."""
     stored = os.environ.get(DATASET_ENV)
     if not stored:
         raise TrainingError(f"{DATASET_ENV} is not set: start workers with `trainforge run "
                             "SPEC --nproc-per-node N`")
-    data = plan.spec.data
-    with holding_storage_options(data.source, data.fsspec_options()):
-        dataset: Dataset = values.get(ValueRef.from_json(json.loads(stored)), "the dataset")
+    dataset: Dataset = values.get(ValueRef.from_json(json.loads(stored)), "the dataset")
     return dataset
 
 

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PipelineSpec, Settings
+from trainforge.config import PipelineSpec
 from trainforge.entities import ModelVersion, Pipeline, Run, RunStatus
 from trainforge.errors import (
     Conflict,
@@ -38,9 +38,7 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
-from trainforge.ingest import holding_storage_options
-from trainforge.orchestration import Dag, InProcessRunner, Step, StepListener
-from trainforge.orchestration.session import value_store
+from trainforge.orchestration import Dag, InProcessRunner, Step, StepListener, value_store
 from trainforge.orchestration.steps import StepDefinition, as_step
 from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
@@ -54,11 +52,10 @@ from trainforge.pipeline._resume import (
     runs_for_job,
 )
 from trainforge.registry import GateResult
-from trainforge.storage import Store
-from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
-from trainforge.tracking import RunHandle, default_store, process_record, start_run
+from trainforge.session import Session
+from trainforge.tracking import RunHandle, open_run, process_record
 from trainforge.train import Callback
-from trainforge.versioning import DataRepository, open_repository
+from trainforge.versioning import open_repository
 
 log = logging.getLogger("trainforge")
 Execute = Callable[[RunHandle, Dag], dict[str, Any] | None]
@@ -72,35 +69,11 @@ class PipelineResult:
     model_version: ModelVersion | None
 
 
-@dataclass(frozen=True)
-class PipelineServices:
-    """Where a pipeline run is recorded: the settings it was opened with, the store, the
-    artifact store. `open` fills what is not given from the settings (default: the
-    environment's, read here once)."""
-
-    settings: Settings
-    store: Store
-    artifacts: ArtifactStore
-
-    def data(self) -> DataRepository:
-        """The data repository of these settings and store (`trainforge.versioning`)."""
-        return open_repository(self.settings, self.store)
-
-    @classmethod
-    def open(cls, settings: Settings | None = None, store: Store | None = None,
-             artifacts: ArtifactStore | None = None) -> PipelineServices:
-        settings = settings or Settings.from_env()
-        return cls(settings, store or default_store(settings),
-                   artifacts or open_artifact_store(settings.artifact_root))
-
-
 def run_pipeline(
     spec: PipelineSpec | str | Path,
     overrides: Sequence[str] | None = None,
     *,
-    settings: Settings | None = None,
-    store: Store | None = None,
-    artifacts: ArtifactStore | None = None,
+    session: Session | None = None,
     listener: StepListener | None = None,
     callbacks: Sequence[Callback] = (),
     parent: RunHandle | str | None = None,
@@ -135,7 +108,7 @@ def run_pipeline(
     if execute is None:
         _check_process_group(plan)
     result = run_tracked(
-        plan, PipelineServices.open(settings, store, artifacts),
+        plan, session or Session.open(),
         listener=listener, callbacks=callbacks, parent=parent, resume=resume,
         allow_neutral_changes=allow_neutral_changes, execute=execute, pipeline_run=pipeline_run,
     )
@@ -145,7 +118,7 @@ def run_pipeline(
 
 def run_tracked(
     plan: PipelinePlan,
-    services: PipelineServices,
+    session: Session,
     *,
     listener: StepListener | None = None,
     callbacks: Sequence[Callback] = (),
@@ -164,22 +137,23 @@ def run_tracked(
     every launcher: a run to resume (`resume`, or `resume: auto`'s choice) is reopened by the
     first launcher and joined by the others (`RunStore.reopen_run`), and a new run records it.
     `execute` may return None: another process reports the run and ends it, so this one only
-    closes its handle and returns None.
+    closes its handle and returns None. The run's session is `session` with the spec's
+    credentials (its data source's and checkpoint location's storage options).
     """
-    execute = execute or partial(execute_in_process, plan, services, listener,
+    session = session.with_credentials(plan.spec.credentials())
+    execute = execute or partial(execute_in_process, plan, session, listener,
                                  pipeline_run=pipeline_run)
     preemption = plan.preemption_notice()
-    dag = plan.dag(services.store, callbacks, preemption, services.data(),
-                   DataAlerts(services.store))
-    services.store.upsert_pipeline(
+    dag = plan.dag(session.store, callbacks, preemption,
+                   open_repository(session.settings, session.store),
+                   DataAlerts(session.store))
+    session.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )
-    resumed = _run_to_resume(plan, services, resume, allow_neutral_changes, job)
+    resumed = _run_to_resume(plan, session, resume, allow_neutral_changes, job)
     started = time.perf_counter()
-    handle = _open_run(plan, services, parent, resumed, run_id, job)
-    data = plan.spec.data  # held: the data steps' stored values reopen the source with them
-    with _errors_of_run(handle.run_id), handle, preemption.installed(), \
-            holding_storage_options(data.source, data.fsspec_options()):
+    handle = _open_run(plan, session, parent, resumed, run_id, job)
+    with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
             handle.set_system({**plan.system_record(), **process_record(),
@@ -190,22 +164,22 @@ def run_tracked(
             return None
         handle.set_summary({"wall_time_s": time.perf_counter() - started})
     return PipelineResult(
-        run=services.store.get_run(handle.run_id),
+        run=session.store.get_run(handle.run_id),
         evaluation=values["evaluation"],
         gate=values["gate"],
         model_version=values["model_version"],
     )
 
 
-def execute_in_process(plan: PipelinePlan, services: PipelineServices,
+def execute_in_process(plan: PipelinePlan, session: Session,
                        listener: StepListener | None, handle: RunHandle, dag: Dag, *,
                        pipeline_run: str | None = None) -> dict[str, Any]:
     """The DAG as one pipeline run recording to `handle` (its id in the run's system
     namespace, `pipeline_run`; given, that pipeline run continued): its values. A failed
     step's own error is raised when it is trainforge's (a preemption, a data error: what
     `_errors_of_run` translates), else `PipelineFailed` naming the step and its error."""
-    runner = InProcessRunner(services.store, value_store(services.settings), recorder=handle,
-                             settings=services.settings, listener=listener)
+    runner = InProcessRunner(session.store, value_store(session), recorder=handle,
+                             settings=session.settings, listener=listener)
     pipeline_run_id = pipeline_run or uuid.uuid4().hex
     handle.set_system({"pipeline_run": pipeline_run_id})
     try:
@@ -240,13 +214,13 @@ class _Resumption:
     changes: list[SpecChange]
 
 
-def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str | None,
+def _run_to_resume(plan: PipelinePlan, session: Session, resume: str | None,
                    allow_neutral_changes: bool, job: str | None) -> _Resumption | None:
     """The run to continue (checked), or None for a new run. A run that another launcher of
     the same job (`job`) has reopened is this launcher's to join: not refused as running."""
     if resume is not None:
         try:
-            run = services.store.get_run(resume)
+            run = session.store.get_run(resume)
         except NotFound as exc:
             raise ResumeRefused(f"{exc}: there is no such run to resume") from exc
         if job is None or not runs_for_job(run, job):
@@ -255,8 +229,8 @@ def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str |
         return _Resumption(resume, changes)
     if plan.spec.training.checkpoint.resume != "auto":
         return None
-    experiment = services.store.get_or_create_experiment(plan.spec.experiment_name)
-    found = find_resumable(services.store, experiment.experiment_id, plan.spec, plan.spec_hash,
+    experiment = session.store.get_or_create_experiment(plan.spec.experiment_name)
+    found = find_resumable(session.store, experiment.experiment_id, plan.spec, plan.spec_hash,
                            job)
     if found is None:
         return None
@@ -264,41 +238,41 @@ def _run_to_resume(plan: PipelinePlan, services: PipelineServices, resume: str |
     return _Resumption(found.run_id, check_same_spec(found, plan.spec, allow_neutral=True))
 
 
-def _open_run(plan: PipelinePlan, services: PipelineServices, parent: RunHandle | str | None,
+def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | None,
               resumed: _Resumption | None, run_id: str | None, job: str | None) -> RunHandle:
     """The run this process records to: resumed, joined (`run_id` taken) or new."""
     spec = plan.spec
     common: dict[str, Any] = {
-        "store": services.store, "artifacts": services.artifacts, "settings": services.settings,
-        "tensorboard_dir": services.settings.tensorboard_dir if spec.tracking.tensorboard
+        "store": session.store, "artifacts": session.artifacts, "settings": session.settings,
+        "tensorboard_dir": session.settings.tensorboard_dir if spec.tracking.tensorboard
         else None,
     }
     if resumed is not None:
-        return start_run(spec.experiment_name, resume=resumed.run_id, job=job, **common)
+        return open_run(spec.experiment_name, resume=resumed.run_id, job=job, **common)
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
-                                   services.artifacts.run_uri(new_id))
+                                   session.artifacts.run_uri(new_id))
     system = {**plan.system_record(), **process_record(),
               **checkpoint_record(spec.training.checkpoint, location),
               **({"job": job} if job is not None else {})}
     try:
-        return start_run(spec.experiment_name, spec.model_dump(mode="json"), parent,
-                         run_id=new_id, pipeline_id=spec.name, system=system,
-                         spec_hash=plan.spec_hash, code_dir=plan.code_dir, **common)
+        return open_run(spec.experiment_name, params=spec.model_dump(mode="json"),
+                        parent=parent, run_id=new_id, pipeline_id=spec.name, system=system,
+                        spec_hash=plan.spec_hash, code_dir=plan.code_dir, **common)
     except Conflict:
         if run_id is None:
             raise
-    return _join(services, run_id)
+    return _join(session, run_id)
 
 
-def _join(services: PipelineServices, run_id: str) -> RunHandle:
+def _join(session: Session, run_id: str) -> RunHandle:
     """A handle on `run_id`, which another launcher of the same multi-node job created."""
-    run = services.store.get_run(run_id)
+    run = session.store.get_run(run_id)
     if run.status is not RunStatus.RUNNING:
         raise Conflict(f"run {run_id} has ended ({run.status.value}); a new multi-node job needs "
                        "a new --rdzv-id")
-    return RunHandle.attach(services.store, run_id, services.artifacts,
-                            settings=services.settings)
+    return RunHandle.attach(session.store, run_id, session.artifacts,
+                            settings=session.settings)
 
 
 @contextmanager

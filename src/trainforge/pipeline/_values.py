@@ -11,7 +11,8 @@ trained model as its weights, its training record and the description it is rebu
 stored as their plan: the files and row groups listed, each row's part, the fitted features
 and targets, reopened through the source's file system on decode. The plan keeps the names
 of the source's `data.storage_options`, never their values (credentials, an endpoint): it
-reopens with the options the decoding process holds for the source (`ingest/_reopen.py`).
+reopens with the options the decoding session's credentials give for the source (its
+`DecodeContext`; `ingest/_reopen.py`).
 
 Importing this module registers them (`build_training_dag` does; a process decoding one does
 through the value's header).
@@ -39,7 +40,7 @@ from trainforge.ingest import (
     reopen_filesystem,
 )
 from trainforge.models import build_model
-from trainforge.orchestration.value_types import register_value_type
+from trainforge.orchestration.value_types import DecodeContext, register_value_type
 from trainforge.pipeline._cross_validation import CrossValidation
 from trainforge.pipeline._dataset import Dataset
 from trainforge.pipeline._steps import TrainedModel
@@ -64,9 +65,10 @@ def _ingested(value: IngestResult) -> dict[str, Any]:
             "positions": value.positions}
 
 
-def _ingest_result(state: dict[str, Any]) -> IngestResult:
+def _ingest_result(state: dict[str, Any], context: DecodeContext) -> IngestResult:
     return IngestResult(frame=state["frame"], files=state["files"], source=state["source"],
-                        lines=StoredLineMaps(state["files"], state["source"]),
+                        lines=StoredLineMaps(state["files"], state["source"],
+                                             context.credentials),
                         positions=state["positions"])
 
 
@@ -114,8 +116,8 @@ def _plan_state(plan: RowGroupPlan) -> dict[str, Any]:
             "schema": plan.schema.serialize().to_pybytes()}
 
 
-def _row_group_plan(state: dict[str, Any]) -> RowGroupPlan:
-    fs = reopen_filesystem(state["source"], state["options"])
+def _row_group_plan(state: dict[str, Any], context: DecodeContext) -> RowGroupPlan:
+    fs = reopen_filesystem(state["source"], state["options"], context.credentials)
     files = tuple(SourceFileInfo(*fields) for fields in state["files"])
     listing = SourceListing(state["source"], files, fs, tuple(state["partition_types"]))
     groups = tuple(RowGroup(files[file], index, first, rows)
@@ -139,13 +141,13 @@ for _cls in (SourceFile, Violation, ValidationReport, ColumnDrift, DriftReport, 
              RankedValue):
     register_value_type(_cls, module=__name__)
 register_value_type(RowGroupPlan, module=__name__, to_state=_plan_state,
-                    from_state=_row_group_plan)
+                    from_state=_row_group_plan, context=True)
 register_value_type(StreamSplit, module=__name__, to_state=_split_state,
                     from_state=_stream_split)
 register_value_type(FeaturePipeline, module=__name__, to_state=FeaturePipeline.to_json,
                     from_state=FeaturePipeline.from_json)
 register_value_type(IngestResult, module=__name__, to_state=_ingested,
-                    from_state=_ingest_result)
+                    from_state=_ingest_result, context=True)
 register_value_type(DatasetProfile, module=__name__, to_state=DatasetProfile.to_bytes,
                     from_state=_profile)
 register_value_type(TrainedModel, module=__name__, to_state=_trained_state,

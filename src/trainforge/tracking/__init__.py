@@ -33,7 +33,13 @@ if TYPE_CHECKING:
     from trainforge.tracking._environment import GitState, capture_environment, git_state
     from trainforge.tracking._liveness import is_alive, process_record, where_running
     from trainforge.tracking._recorder import RunRecorder
-    from trainforge.tracking._run import RunHandle, active_run, start_run
+    from trainforge.tracking._run import (
+        RunHandle,
+        active_run,
+        open_run,
+        replay_in_background,
+        start_run,
+    )
 
 _EXPORTS = {
     "DEFAULT_CRASH_TIMEOUT_S": "trainforge.tracking._api",
@@ -56,6 +62,8 @@ _EXPORTS = {
     "process_record": "trainforge.tracking._liveness",
     "replay_spills": "trainforge.tracking._api",
     "search_runs": "trainforge.tracking._api",
+    "open_run": "trainforge.tracking._run",
+    "replay_in_background": "trainforge.tracking._run",
     "start_run": "trainforge.tracking._run",
     "where_running": "trainforge.tracking._liveness",
 }
@@ -76,9 +84,11 @@ __all__ = [
     "get_run",
     "git_state",
     "is_alive",
+    "open_run",
     "parse_filter",
     "parse_sort",
     "process_record",
+    "replay_in_background",
     "replay_spills",
     "search_runs",
     "start_run",

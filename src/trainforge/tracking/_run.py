@@ -301,6 +301,50 @@ def start_run(
     *,
     settings: Settings | None = None,
     resume: str | None = None,
+    run_id: str | None = None,
+    code_dir: str | Path = ".",
+    tensorboard_dir: str | Path | None = None,
+    flush_interval: float = 1.0,
+    flush_every: int = 1000,
+    heartbeat_interval: float = 10.0,
+) -> RunHandle:
+    """Create a run in `experiment` (created if new) and return its live handle: a script's
+    entry point.
+
+    `settings` defaults to `Settings.from_env()`; `store` to the store of its database URL,
+    `artifacts` to its artifact root; `parent` nests the run under another;
+    `tensorboard_dir` also writes TensorBoard event files to `<tensorboard_dir>/<run_id>`.
+    Records the git commit, dirty flag (and the diff as artifact `environment/git.diff`),
+    packages and machine. Spill files that earlier runs left are replayed in the background.
+    `resume` reopens that stored run (status `running` again; params, metrics and
+    device-hours carry on) instead of creating one. `run_id` names a new run (`Conflict` if a
+    run has it; a random id by default). Use it as `with start_run(...) as run:`; without
+    `with`, call `run.end()` (at interpreter exit an open run ends `completed`).
+    """
+    settings = settings or Settings.from_env()
+    store = store if store is not None else default_store(settings)
+    if not isinstance(artifacts, ArtifactStore):
+        artifacts = open_artifact_store(artifacts or settings.artifact_root)
+    replay_in_background(store, settings.spill_dir)
+    handle = open_run(experiment, store=store, artifacts=artifacts, settings=settings,
+                      params=params, parent=parent, tags=tags, resume=resume, run_id=run_id,
+                      code_dir=code_dir, tensorboard_dir=tensorboard_dir,
+                      flush_interval=flush_interval, flush_every=flush_every,
+                      heartbeat_interval=heartbeat_interval)
+    atexit.register(handle._at_exit)
+    return handle
+
+
+def open_run(
+    experiment: str,
+    *,
+    store: Store,
+    artifacts: ArtifactStore,
+    settings: Settings,
+    params: dict[str, Any] | None = None,
+    parent: RunHandle | str | None = None,
+    tags: dict[str, Any] | None = None,
+    resume: str | None = None,
     job: str | None = None,
     run_id: str | None = None,
     pipeline_id: str | None = None,
@@ -312,27 +356,13 @@ def start_run(
     flush_every: int = 1000,
     heartbeat_interval: float = 10.0,
 ) -> RunHandle:
-    """Create a run in `experiment` (created if new) and return its live handle.
+    """`start_run` for code below an entry point, which ends the run itself (`with handle:`):
+    no interpreter-exit hook and no spill replay (its entry point's session started that).
 
-    `settings` defaults to `Settings.from_env()`; `store` to the store of its database URL,
-    `artifacts` to its artifact root; `system` and `spec_hash` are what the system reads back
-    (kept apart from `params` and `tags`); `parent` nests the run under another;
-    `tensorboard_dir` also writes TensorBoard event files to `<tensorboard_dir>/<run_id>`.
-    Records the git commit, dirty flag (and the diff as artifact `environment/git.diff`),
-    packages and machine. Spill files
-    that earlier runs left are replayed in the background. `resume` reopens that stored run
-    (status `running` again; params, metrics and device-hours carry on) instead of creating
-    one; with `job` (a multi-node job's key) the first launcher of the job reopens it and the
-    others get it as it runs (`RunStore.reopen_run`). `run_id` names a new run (`Conflict` if
-    a run has it; a random id by default). Use it as `with start_run(...) as run:`; without
-    `with`, call `run.end()` (at interpreter exit an open run ends `completed`).
+    `system` and `spec_hash` are what the system reads back (kept apart from `params` and
+    `tags`); with `resume` and `job` (a multi-node job's key) the first launcher of the job
+    reopens the run and the others get it as it runs (`RunStore.reopen_run`).
     """
-    settings = settings or Settings.from_env()
-    store = store if store is not None else default_store(settings)
-    if not isinstance(artifacts, ArtifactStore):
-        artifacts = open_artifact_store(artifacts or settings.artifact_root)
-    threading.Thread(target=_replay_quietly, args=(store, settings.spill_dir), daemon=True,
-                     name="trainforge-replay").start()
     experiment_id = store.get_or_create_experiment(experiment).experiment_id
     if resume is not None:
         run = _reopen(store, resume, experiment_id, experiment, settings.spill_dir, job)
@@ -342,10 +372,17 @@ def start_run(
     handle = RunHandle(store, run, artifacts, flush_every, spill_dir=settings.spill_dir,
                        flush_interval=flush_interval, heartbeat_interval=heartbeat_interval,
                        tensorboard_dir=tensorboard_dir, owns_run=True)
-    atexit.register(handle._at_exit)
     with _ACTIVE_LOCK:
         _ACTIVE.append(handle)
     return handle
+
+
+def replay_in_background(store: Store, spill_dir: Path) -> None:
+    """Replay the spill files earlier runs left in `spill_dir` into `store`, on a daemon
+    thread (an entry point starts it once; `trainforge runs replay` does it in the
+    foreground)."""
+    threading.Thread(target=_replay_quietly, args=(store, spill_dir), daemon=True,
+                     name="trainforge-replay").start()
 
 
 @dataclass(frozen=True)

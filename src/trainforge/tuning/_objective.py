@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from trainforge.errors import Pruned, RunPruned, TrainingError
-from trainforge.pipeline import PipelineServices, run_pipeline
+from trainforge.pipeline import run_pipeline
+from trainforge.session import Session
 from trainforge.tracking import active_run
 from trainforge.train import Callback
 from trainforge.tuning._space import sample, trial_overrides
@@ -78,11 +79,11 @@ class PruningReporter(Callback):
 @dataclass
 class PipelineObjective:
     """Optuna's objective for the study of `context`: one `run_pipeline` per trial, nested under
-    the study's run, in the `services` given. The value is the run's objective metric (its
+    the study's run, in the `session` given. The value is the run's objective metric (its
     summary or last logged value); `TrainingError` if the run never recorded it."""
 
     context: StudyContext
-    services: PipelineServices
+    session: Session
     study: str
 
     def __call__(self, trial: optuna.Trial) -> float:
@@ -93,8 +94,7 @@ class PipelineObjective:
         try:
             result = run_pipeline(
                 self.context.spec, [*TRIAL_OVERRIDES, *trial_overrides(values)],
-                settings=self.services.settings, store=self.services.store,
-                artifacts=self.services.artifacts, callbacks=[reporter],
+                session=self.session, callbacks=[reporter],
                 parent=self.context.study_run_id)
         except RunPruned as exc:
             raise optuna.TrialPruned(str(exc)) from exc

@@ -29,21 +29,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PbtSpec, PipelineSpec, Settings, TuningSpec
+from trainforge.config import PbtSpec, PipelineSpec, TuningSpec
 from trainforge.entities import Run
 from trainforge.errors import CheckpointError, RunFailed, TrainforgeError
 from trainforge.orchestration import run_dag
 from trainforge.pipeline import (
     Dataset,
     PipelinePlan,
-    PipelineServices,
     checkpoint_location,
     checkpoint_record,
     plan_pipeline,
 )
-from trainforge.storage import Store
-from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking import RunHandle, start_run
+from trainforge.session import Session
+from trainforge.tracking import RunHandle, open_run
 from trainforge.train import Trainer
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 from trainforge.tuning._pbt_checks import check_pbt_spec
@@ -104,9 +102,7 @@ def run_pbt(
     spec: PipelineSpec | str | Path,
     overrides: Sequence[str] | None = None,
     *,
-    settings: Settings | None = None,
-    store: Store | None = None,
-    artifacts: ArtifactStore | None = None,
+    session: Session | None = None,
     listener: PbtListener | None = None,
 ) -> PbtResult:
     """Train the population `tuning.pbt` declares (see the module docstring) and return it.
@@ -118,7 +114,7 @@ def run_pbt(
     plan = plan_pipeline(spec, overrides)
     source = str(plan.source) if plan.source is not None else SPEC_OBJECT
     tuning, pbt = check_pbt_spec(plan.spec, source)
-    study = _Study(plan, source, tuning, pbt, PipelineServices.open(settings, store, artifacts),
+    study = _Study(plan, source, tuning, pbt, session or Session.open(),
                    listener or PbtListener())
     return study.run()
 
@@ -129,7 +125,7 @@ class _Study:
     source: str
     tuning: TuningSpec
     pbt: PbtSpec
-    services: PipelineServices
+    session: Session
     listener: PbtListener
     members: list[PbtMember] = field(default_factory=list)
     intervals: list[IntervalScores] = field(default_factory=list)
@@ -153,12 +149,12 @@ class _Study:
         return self._result(handle.run_id)
 
     def _open_study(self) -> RunHandle:
-        spec, services = self.plan.spec, self.services
-        return start_run(
-            spec.experiment_name, spec.model_dump(mode="json"),
+        spec, session = self.plan.spec, self.session
+        return open_run(
+            spec.experiment_name, params=spec.model_dump(mode="json"),
             tags={"pbt": {"population": self.pbt.population,
                           "objective": self.tuning.objective.metric}},
-            store=services.store, artifacts=services.artifacts, settings=services.settings,
+            store=session.store, artifacts=session.artifacts, settings=session.settings,
             system={**self.plan.system_record(), "pbt": {"role": "study"}},
             code_dir=self.plan.code_dir,
         )
@@ -171,14 +167,14 @@ class _Study:
     def _open_member(self, study: RunHandle, index: int, stack: ExitStack) -> PbtMember:
         """A member's run (ended by `stack`: failed if the study fails) and checkpoints."""
         values = initial_values(self.tuning.space, self.rng)
-        spec, services = self.plan.spec, self.services
+        spec, session = self.plan.spec, self.session
         policy = spec.training.checkpoint
         run_id = uuid.uuid4().hex
-        location = checkpoint_location(policy, run_id, services.artifacts.run_uri(run_id))
-        handle = start_run(
-            spec.experiment_name, _nested(values), study,
+        location = checkpoint_location(policy, run_id, session.artifacts.run_uri(run_id))
+        handle = open_run(
+            spec.experiment_name, params=_nested(values), parent=study,
             tags={"pbt": {"member": index, "exploits": []}},
-            store=services.store, artifacts=services.artifacts, settings=services.settings,
+            store=session.store, artifacts=session.artifacts, settings=session.settings,
             run_id=run_id, code_dir=self.plan.code_dir,
             system={"pbt": {"study": study.run_id, "member": index},
                     **checkpoint_record(policy, location)},
@@ -302,7 +298,7 @@ class _Study:
         order = rank(final, self.tuning.objective.direction)
         members = [PbtMemberResult(i, self.members[i].run.run_id, dict(self.members[i].values),
                                    final[i]) for i in order]
-        return PbtResult(self.services.store.get_run(study_id), members, self._lineage())
+        return PbtResult(self.session.store.get_run(study_id), members, self._lineage())
 
 
 def _copy_verified(donor: CheckpointManager, info: CheckpointInfo,

@@ -21,9 +21,9 @@ import optuna
 
 from trainforge.config import PipelineSpec, Settings
 from trainforge.errors import Conflict, NotFound, SpecError
-from trainforge.pipeline import PipelineResult, PipelineServices, plan_pipeline, run_pipeline
-from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking import start_run
+from trainforge.pipeline import PipelineResult, plan_pipeline, run_pipeline
+from trainforge.session import Session
+from trainforge.tracking import open_run
 from trainforge.tuning._objective import PipelineObjective
 from trainforge.tuning._results import StudySummary, record_on_run, save_plots, summarize
 from trainforge.tuning._space import check_space, trial_overrides
@@ -31,7 +31,7 @@ from trainforge.tuning._study import StudyContext, create_study, load_study, ope
 from trainforge.tuning._worker import Objective, start_local_workers, wait_for, work
 
 if TYPE_CHECKING:
-    from trainforge.storage import Store
+    pass
 
 SPEC_OBJECT = "<PipelineSpec object>"
 log = logging.getLogger("trainforge")
@@ -61,17 +61,15 @@ def tune(
     trials: int | None = None,
     workers: int = 1,
     study: str | None = None,
-    settings: Settings | None = None,
-    store: Store | None = None,
-    artifacts: ArtifactStore | None = None,
-    objective: Callable[[StudyContext, PipelineServices, str], Objective] | None = None,
+    session: Session | None = None,
+    objective: Callable[[StudyContext, Session, str], Objective] | None = None,
 ) -> TuneResult:
     """Run the study the spec's `tuning:` section declares, as the module docstring says.
 
     `trials` replaces `tuning.trials`; `study` names the study (default: pipeline name +
     `-tune`; `Conflict` if it exists). `SpecError` before any run exists for a spec without a
     `tuning:` section, a bad search space or PBT (`tuning.pbt`: `run_pbt` runs those).
-    `objective(context, services, study)` builds the trial objective (default: one pipeline
+    `objective(context, session, study)` builds the trial objective (default: one pipeline
     run per trial; benchmarks pass a trivial one). With `workers` > 1 trials run in that many
     local processes, and always as pipeline runs.
     """
@@ -84,29 +82,29 @@ def tune(
         raise SpecError([f"{source}: tuning.pbt: a population-based study runs with run_pbt "
                          "(`trainforge tune` hands it there); remove tuning.pbt to run a search"])
     check_space(plan.spec, source)
-    services = PipelineServices.open(settings, store, artifacts)
-    storage = open_storage(services.settings.database_url.get_secret_value())
+    session = session or Session.open()
+    storage = open_storage(session.settings.database_url.get_secret_value())
     name = study or study_name_of(plan.spec)
     _check_new(storage, name)
     deadline = (time.time() + tuning.timeout_minutes * 60) if tuning.timeout_minutes else None
-    with start_run(plan.spec.experiment_name, {"tuning": tuning.model_dump(mode="json")},
-                   store=services.store, artifacts=services.artifacts,
-                   settings=services.settings, code_dir=plan.code_dir,
-                   system={"tuning": {"study": name}, **plan.system_record()}) as run:
+    with open_run(plan.spec.experiment_name, params={"tuning": tuning.model_dump(mode="json")},
+                  store=session.store, artifacts=session.artifacts,
+                  settings=session.settings, code_dir=plan.code_dir,
+                  system={"tuning": {"study": name}, **plan.system_record()}) as run:
         context = StudyContext(plan.spec, source if plan.source else None, plan.overrides,
                                run.run_id, deadline)
         optuna_study = create_study(storage, name, context, source)
         if workers > 1:
-            codes = _run_in_workers(name, workers, services.settings)
+            codes = _run_in_workers(name, workers, session.settings)
         else:
             codes = []
             build = objective or PipelineObjective
-            work(optuna_study, storage, build(context, services, name),
+            work(optuna_study, storage, build(context, session, name),
                  bounded=tuning.trials is not None, deadline=deadline)
         summary = summarize(optuna_study, context, importances=True)
         record_on_run(run, summary)
         plots = save_plots(run, optuna_study)
-        refit = _refit(context, services, summary) if tuning.refit else None
+        refit = _refit(context, session, summary) if tuning.refit else None
     return TuneResult(summary, plots, refit, codes)
 
 
@@ -128,12 +126,11 @@ def _check_new(storage: optuna.storages.BaseStorage, name: str) -> None:
                    f"{name}`, or name a new one with --study")
 
 
-def _refit(context: StudyContext, services: PipelineServices,
+def _refit(context: StudyContext, session: Session,
            summary: StudySummary) -> PipelineResult | None:
     """The pipeline with the best trial's values, evaluated, gated and registered as usual,
     nested under the study's run."""
     if summary.best is None:
         return None
-    return run_pipeline(context.spec, trial_overrides(summary.best.params),
-                        settings=services.settings, store=services.store,
-                        artifacts=services.artifacts, parent=context.study_run_id)
+    return run_pipeline(context.spec, trial_overrides(summary.best.params), session=session,
+                        parent=context.study_run_id)

@@ -36,27 +36,24 @@ from optuna.storages import fail_stale_trials
 from optuna.trial import TrialState
 
 from trainforge.config import Settings
-from trainforge.pipeline import PipelineServices
+from trainforge.session import Session
 from trainforge.tuning._objective import PipelineObjective
 from trainforge.tuning._study import ERROR_ATTR, load_study, open_storage
 
 if TYPE_CHECKING:
-    from trainforge.storage import Store
-    from trainforge.storage.artifacts import ArtifactStore
     from trainforge.storage.sql_tuning_journal import SqlJournalStorage
 
 log = logging.getLogger("trainforge")
 Objective = Callable[[optuna.Trial], float]
 
 
-def run_worker(study_name: str, *, settings: Settings | None = None, store: Store | None = None,
-               artifacts: ArtifactStore | None = None) -> int:
-    """Join the study `study_name` in the settings' database and run its trials as pipeline
+def run_worker(study_name: str, *, session: Session | None = None) -> int:
+    """Join the study `study_name` in the session's database and run its trials as pipeline
     runs until it is done (`NotFound` if there is no such study); returns the trials run."""
-    services = PipelineServices.open(settings, store, artifacts)
-    storage = open_storage(services.settings.database_url.get_secret_value())
+    session = session or Session.open()
+    storage = open_storage(session.settings.database_url.get_secret_value())
     study, context = load_study(storage, study_name)
-    objective = PipelineObjective(context, services, study_name)
+    objective = PipelineObjective(context, session, study_name)
     return work(study, storage, objective, bounded=context.tuning.trials is not None,
                 deadline=context.deadline)
 

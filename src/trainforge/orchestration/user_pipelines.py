@@ -1,4 +1,4 @@
-"""A user pipeline from where it is declared, run as one tracked run with the settings' store,
+"""A user pipeline from where it is declared, run as one tracked run with a session's store,
 artifact root and value store; and resumed by its pipeline run id.
 
     load_pipeline    "package.module:attribute" (a `Pipeline`, a `Dag`, or a function making
@@ -6,7 +6,7 @@ artifact root and value store; and resumed by its pipeline run id.
                      `backoff`, `retry_on`, `timeout`) → the DAG, and the source a resume
                      rebuilds it from
     run_steps        the DAG through `InProcessRunner`, recording to a tracked run in the
-                     experiment named after the pipeline
+                     experiment named after the pipeline, in the session it is given
     resume_steps     a pipeline run again, from its recorded source (the code as it is now)
 """
 
@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from trainforge.config import Settings
 from trainforge.entities import Pipeline as PipelineRecord
 from trainforge.entities import PipelineRunStatus
 from trainforge.errors import ResumeRefused, SpecError
@@ -39,9 +38,8 @@ from trainforge.orchestration.steps import (
     yaml_retry,
     yaml_seconds,
 )
-from trainforge.orchestration.values import ValueStore
-from trainforge.storage import Store
-from trainforge.storage.objects import open_object_store
+from trainforge.orchestration.values import value_store
+from trainforge.session import Session
 
 _YAML_KEYS = {"name", "steps", "max_parallel", "retries", "backoff", "retry_on", "timeout"}
 
@@ -111,48 +109,41 @@ def _from_yaml(path: Path) -> Dag:
         raise SpecError([f"{path}: {problem}" for problem in exc.problems]) from exc
 
 
-def value_store(settings: Settings) -> ValueStore:
-    """The value store under the settings' artifact root (`<root>/values/`)."""
-    return ValueStore(open_object_store(settings.artifact_root))
+def run_steps(dag: Dag, session: Session, *, options: RunOptions | None = None,
+              source: Mapping[str, Any] | None = None, listener: StepListener | None = None,
+              resume: str | None = None) -> PipelineOutcome:
+    """Run `dag` as a new pipeline run (or continue `resume`) recording to a tracked run of
+    `session`'s store."""
+    from trainforge.tracking import open_run, process_record
 
-
-def run_steps(dag: Dag, *, settings: Settings | None = None, store: Store | None = None,
-              options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
-              listener: StepListener | None = None, resume: str | None = None) -> PipelineOutcome:
-    """Run `dag` as a new pipeline run (or continue `resume`) recording to a tracked run."""
-    from trainforge.tracking import default_store, process_record, start_run
-
-    settings = settings or Settings.from_env()
-    store = store if store is not None else default_store(settings)
+    store = session.store
     store.upsert_pipeline(PipelineRecord(dag.name, dag.name, dag.describe()))
     run_id = None
     if resume is not None:
         run_id = store.get_pipeline_run(resume).run_id
     pipeline_run_id = resume or uuid.uuid4().hex
-    handle = start_run(dag.name, store=store, settings=settings, resume=run_id,
-                       pipeline_id=dag.name,
-                       system={"pipeline_source": dict(source or {}),
-                               "pipeline_run": pipeline_run_id, **process_record()})
+    handle = open_run(dag.name, store=store, artifacts=session.artifacts,
+                      settings=session.settings, resume=run_id, pipeline_id=dag.name,
+                      system={"pipeline_source": dict(source or {}),
+                              "pipeline_run": pipeline_run_id, **process_record()})
     if run_id is not None:
         handle.set_system(process_record())  # the process that continues it now
-    runner = InProcessRunner(store, value_store(settings), recorder=handle, settings=settings,
-                             listener=listener)
+    runner = InProcessRunner(store, value_store(session), recorder=handle,
+                             settings=session.settings, listener=listener)
     with handle:
         return runner.run(dag, options=options, source=source, resume=resume,
                           pipeline_run_id=pipeline_run_id)
 
 
-def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
-                 store: Store | None = None,
+def resume_steps(pipeline_run_id: str, session: Session, *,
                  listener: StepListener | None = None) -> PipelineOutcome:
     """Continue pipeline run `pipeline_run_id` (an id or unique prefix): its DAG rebuilt from
     its source with the code as it is now; the steps without stored outputs and those after
     them run. `ResumeRefused` when it succeeded, was started without a source, or is still
     running (its tracked run's process alive on this host, or its heartbeat fresh)."""
-    from trainforge.tracking import default_store, is_alive, where_running
+    from trainforge.tracking import is_alive, where_running
 
-    settings = settings or Settings.from_env()
-    store = store if store is not None else default_store(settings)
+    store = session.store
     record = store.find_pipeline_run(pipeline_run_id)
     if record.status is PipelineRunStatus.SUCCEEDED:
         raise ResumeRefused(f"pipeline run {record.pipeline_run_id} succeeded; there is "
@@ -165,10 +156,10 @@ def resume_steps(pipeline_run_id: str, *, settings: Settings | None = None,
     if not target:
         raise ResumeRefused(f"pipeline run {record.pipeline_run_id} was started without a "
                             "source to build it from again; resume it from Python with "
-                            "run_steps(dag, resume=...)")
+                            "run_steps(dag, session, resume=...)")
     dag, source = load_pipeline(str(target))
     if dag.name != record.pipeline_id:
         raise ResumeRefused(f"pipeline run {record.pipeline_run_id} ran pipeline "
                             f"{record.pipeline_id!r}; {target} now declares {dag.name!r}")
-    return run_steps(dag, settings=settings, store=store, source=source, listener=listener,
+    return run_steps(dag, session, source=source, listener=listener,
                      resume=record.pipeline_run_id)

@@ -1,0 +1,50 @@
+"""`Credentials`: the storage options this process opens each location with, by location.
+
+Storage options may hold secrets (`key`, `secret`, a token) and name a deployment (an
+endpoint), so they are never recorded: a stored value names its location and the options'
+names only, and the process decoding it looks its options up here. An entry point fills the
+provider from what it was given (a spec's `data.storage_options` for `data.source`, its
+`training.checkpoint.storage_options` for `training.checkpoint.location`); a location with no
+entry opens with none, where fsspec reads the environment (`AWS_*`) itself.
+
+A lookup takes the entry of the location itself, else that of the longest entry the location
+lies under (`s3://bucket/ckpt` covers `s3://bucket/ckpt/<run>/step-10`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class Credentials:
+    """Storage options by location; never changed once made (`with_options` and `merged`
+    return another provider), and picklable, so a step run in a spawned process gets them."""
+
+    def __init__(self, by_location: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self._by_location = {location: dict(options)
+                             for location, options in (by_location or {}).items()}
+
+    def options_for(self, location: str) -> dict[str, Any] | None:
+        """The options `location` opens with, or None when none were given for it."""
+        found = self._by_location.get(location)
+        if found is None:
+            covering = [entry for entry in self._by_location
+                        if location.startswith(entry.rstrip("/") + "/")]
+            found = self._by_location[max(covering, key=len)] if covering else None
+        return None if found is None else dict(found)
+
+    def with_options(self, location: str, options: Mapping[str, Any]) -> Credentials:
+        """These credentials, and `options` for `location` (replacing any it had)."""
+        return Credentials({**self._by_location, location: options})
+
+    def merged(self, other: Credentials) -> Credentials:
+        """These credentials with `other`'s entries over them."""
+        return Credentials({**self._by_location, **other._by_location})
+
+    def locations(self) -> list[str]:
+        """The locations given options, sorted (their options are not shown)."""
+        return sorted(self._by_location)
+
+    def __repr__(self) -> str:
+        return f"Credentials(locations={self.locations()})"

@@ -1,0 +1,63 @@
+"""`Credentials`: storage options by location, looked up for a location or one under it, never
+shown, and carried into a spawned process."""
+
+from __future__ import annotations
+
+import pickle
+
+from trainforge.config import Credentials, load_spec
+
+A = {"key": "a-key", "secret": "a-secret", "client_kwargs": {"endpoint_url": "http://a:9000"}}
+B = {"key": "b-key", "secret": "b-secret"}
+
+
+def test_a_location_takes_its_own_entry_else_the_longest_one_it_lies_under() -> None:
+    credentials = Credentials({"s3://bucket": A, "s3://bucket/ckpt": B})
+    assert credentials.options_for("s3://bucket") == A
+    assert credentials.options_for("s3://bucket/ckpt/run-1/step-10") == B
+    assert credentials.options_for("s3://bucket/data/part-0.parquet") == A
+    assert credentials.options_for("s3://bucket/ckpt-old/run-1") == A  # not under s3://bucket/ckpt
+    assert credentials.options_for("s3://other/data") is None
+    assert credentials.options_for("s3://bucketful/data") is None
+
+
+def test_a_lookup_hands_out_a_copy() -> None:
+    credentials = Credentials({"s3://bucket": A})
+    credentials.options_for("s3://bucket")["client_kwargs"] = {}  # type: ignore[index]
+    assert credentials.options_for("s3://bucket") == A
+
+
+def test_providers_are_combined_into_new_ones() -> None:
+    base = Credentials({"s3://bucket": A})
+    given = base.with_options("s3://bucket", B)
+    assert given.options_for("s3://bucket") == B and base.options_for("s3://bucket") == A
+    merged = base.merged(Credentials({"s3://other": B}))
+    assert merged.locations() == ["s3://bucket", "s3://other"]
+
+
+def test_the_options_are_never_shown_and_survive_a_pickle() -> None:
+    credentials = Credentials({"s3://bucket": A})
+    assert repr(credentials) == "Credentials(locations=['s3://bucket'])"
+    assert "a-secret" not in repr(credentials) and "a-secret" not in str(credentials)
+    assert pickle.loads(pickle.dumps(credentials)).options_for("s3://bucket/x") == A
+
+
+def test_a_spec_gives_its_data_sources_and_checkpoint_locations_options(tmp_path) -> None:
+    spec_path = tmp_path / "pipeline.yaml"
+    spec_path.write_text(
+        "name: p\n"
+        "data:\n"
+        "  source: s3://data/rows/*.parquet\n"
+        "  target: y\n"
+        "  storage_options: {key: a-key, secret: a-secret}\n"
+        "features: {include: remaining}\n"
+        "model: {type: mlp, task: binary}\n"
+        "training:\n"
+        "  checkpoint:\n"
+        "    location: s3://ckpt/team\n"
+        "    storage_options: {key: b-key, secret: b-secret}\n")
+    credentials = load_spec(spec_path).credentials()
+    assert credentials.options_for("s3://data/rows/*.parquet") == {"key": "a-key",
+                                                                    "secret": "a-secret"}
+    assert credentials.options_for("s3://ckpt/team/run-1/step-0000000010") == B
+    assert credentials.options_for("s3://data/other.parquet") is None
