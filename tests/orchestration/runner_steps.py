@@ -70,3 +70,24 @@ def is_same(frame: pd.DataFrame, same: pd.DataFrame) -> bool:
 
 def preempted(frame: pd.DataFrame) -> float:
     raise Preempted("SIGTERM")
+
+
+def gathered(frame: pd.DataFrame, ctx: StepContext) -> dict:
+    """Runs in a process group: every rank's pid and rows, gathered; rank 0's return is the
+    step's."""
+    import torch.distributed as dist
+
+    rows = len(frame)
+    found: list = [None] * dist.get_world_size()
+    dist.all_gather_object(found, {"rank": dist.get_rank(), "pid": os.getpid(), "rows": rows})
+    if ctx.recorder is not None:
+        ctx.recorder.set_tags({f"rank{dist.get_rank()}": "recorded"})
+    return {"ranks": found, "world_size": dist.get_world_size()}
+
+
+def fails_on_rank_1(frame: pd.DataFrame) -> int:
+    import torch.distributed as dist
+
+    if dist.get_rank() == 1:
+        raise DataError(f"rank 1 refuses the {len(frame)} rows")
+    return len(frame)

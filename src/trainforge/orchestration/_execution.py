@@ -156,45 +156,58 @@ def _child(call: IsolatedCall, sender: Any) -> None:
     """The child's side: import, read inputs, call, store outputs, send references."""
     recorder = None
     try:
-        target: Any = importlib.import_module(call.module)
-        for part in call.qualname.split("."):
-            target = getattr(target, part)
-        fn = getattr(target, "fn", target)
         if call.run_id is not None and call.settings is not None:
-            recorder = _attach(call.settings, call.run_id)
-        inputs = {name: call.values.get(ValueRef.from_json(ref), f"input {name!r}")
-                  for name, ref in call.inputs.items()}
-        arguments = call.step.arguments(inputs)
-        if call.step.context is not None:
-            arguments[call.step.context] = StepContext.make(
-                call.step.name, call.pipeline_run_id, call.attempt, recorder)
-        produced = outputs_of(call.step, fn(**arguments))
-        refs = {}
-        for name, value in produced.items():
-            ref = call.values.put(value, f"step {call.step.name!r} output {name!r}")
-            if ref is None:
-                raise ValueStoreError(
-                    f"step {call.step.name!r} output {name!r}: a {type(value).__name__} has no "
-                    "codec, and a step in its own process hands on only values the value store "
-                    "holds (frames, feature pipelines, tensors, plain JSON values)")
-            refs[name] = ref.to_json()
-        sender.send(("ok", refs))
+            recorder = attach(call.settings, call.run_id)
+        sender.send(("ok", store_outputs(call, call_elsewhere(call, recorder))))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
-        sender.send(("error", error_kind(exc), describe(exc) + _where(exc)))
+        sender.send(("error", error_kind(exc), describe(exc) + where(exc)))
     finally:
         if recorder is not None:
             recorder.close()
         sender.close()
 
 
-def _where(exc: BaseException) -> str:
+def call_elsewhere(call: IsolatedCall, recorder: Any) -> dict[str, Any]:
+    """The step's outputs, called in a process other than the runner's: its function imported
+    by name, its inputs read from the value store, its context recording to `recorder`."""
+    target: Any = importlib.import_module(call.module)
+    for part in call.qualname.split("."):
+        target = getattr(target, part)
+    fn = getattr(target, "fn", target)
+    inputs = {name: call.values.get(ValueRef.from_json(ref), f"input {name!r}")
+              for name, ref in call.inputs.items()}
+    arguments = call.step.arguments(inputs)
+    if call.step.context is not None:
+        arguments[call.step.context] = StepContext.make(
+            call.step.name, call.pipeline_run_id, call.attempt, recorder)
+    return outputs_of(call.step, fn(**arguments))
+
+
+def store_outputs(call: IsolatedCall, produced: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The references (as JSON) of `produced`, stored in the call's value store;
+    `ValueStoreError` for a value no codec stores (it cannot travel back)."""
+    refs = {}
+    for name, value in produced.items():
+        ref = call.values.put(value, f"step {call.step.name!r} output {name!r}")
+        if ref is None:
+            raise ValueStoreError(
+                f"step {call.step.name!r} output {name!r}: a {type(value).__name__} has no "
+                "codec, and a step in a process of its own hands on only values the value "
+                "store holds (frames, feature pipelines, tensors, plain JSON values)")
+        refs[name] = ref.to_json()
+    return refs
+
+
+def where(exc: BaseException) -> str:
+    """Where a non-trainforge error was raised (its last frame), to add to its message."""
     if isinstance(exc, TrainforgeError):
         return ""
     frames = traceback.extract_tb(exc.__traceback__)
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
-def _attach(settings: Settings, run_id: str) -> Any:
+def attach(settings: Settings, run_id: str) -> Any:
+    """A handle on the tracked run `run_id`, for a step's context in another process."""
     from trainforge.storage.artifacts import open_artifact_store
     from trainforge.tracking import RunHandle, default_store
 

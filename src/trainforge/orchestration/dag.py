@@ -58,13 +58,28 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What one attempt of a step needs: `processes` (more than 1: that many processes in one
+    process group, under torchrun). The runner picks the step's executor from them."""
+
+    processes: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.processes, int) or isinstance(self.processes, bool) \
+                or self.processes < 1:
+            raise SpecError([f"resources.processes: {self.processes!r} (expected a whole "
+                             "number >= 1)"])
+
+
+@dataclass(frozen=True)
 class Step:
     """One unit of work: `fn(**inputs, **params)` returns its `outputs`: a dict holding
     exactly them, the value itself when there is one, or a tuple in their order.
 
     `data` names params whose values are data files or folders: their content is hashed into
     the cache key. `retry` and `timeout_s` (None: the DAG's defaults); `cache` False never
-    reuses outputs; `cache_ttl_s` reuses only outputs younger than that."""
+    reuses outputs; `cache_ttl_s` reuses only outputs younger than that; `resources` what an
+    attempt needs (where it runs: `executors.py`)."""
 
     name: str
     fn: StepFn
@@ -79,6 +94,7 @@ class Step:
     timeout_s: float | None = None
     cache: bool = True
     cache_ttl_s: float | None = None
+    resources: Resources = field(default_factory=Resources)
 
     def arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The keyword arguments of a call with the input values `values` (context aside)."""

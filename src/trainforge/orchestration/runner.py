@@ -4,7 +4,8 @@
                      data preparation a tuning study shares
     InProcessRunner  a pipeline run: states persisted per attempt (`pipeline_runs`,
                      `step_runs`), values through the value store, cache, retries with
-                     backoff, timeouts (the step in a process of its own), `max_parallel`
+                     backoff, each attempt where an executor puts it (`executors.py`: the
+                     thread, a process of its own with a timeout, torchrun), `max_parallel`
                      steps at once in threads (with 1, in the calling thread, so signals
                      and Ctrl+C reach the step), and `resume` of a pipeline run that failed
 """
@@ -23,19 +24,17 @@ from typing import Any, Protocol
 
 from trainforge.config import Settings
 from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
-from trainforge.errors import PipelineFailed, Preempted, SpecError, TrainforgeError
+from trainforge.errors import PipelineFailed, Preempted, TrainforgeError
 from trainforge.orchestration._execution import (
     AttemptFailed,
-    IsolatedCall,
     call_in_process,
     describe,
     error_kind,
-    importable,
-    run_isolated,
 )
 from trainforge.orchestration.cache import lookup, step_key, stored_refs
 from trainforge.orchestration.context import StepContext
 from trainforge.orchestration.dag import Dag, Step, downstream, upstream
+from trainforge.orchestration.executors import ExecutorChoice, StepCall, executor_for
 from trainforge.orchestration.fingerprint import Fingerprinter
 from trainforge.orchestration.values import ValueRef, ValueStore
 from trainforge.storage.contracts import PipelineRunStore
@@ -142,23 +141,26 @@ class PipelineOutcome:
 
 
 class InProcessRunner:
-    """Runs steps in threads of this process (`max_parallel` at once), a step with a timeout in
-    a process of its own; persists every attempt's state to `store`, passes values through
-    `values`, reuses outputs by cache key, retries by each step's policy.
+    """Runs steps from threads of this process (`max_parallel` at once), each attempt where
+    `executors` puts it (by default `executor_for`: in the thread, a step with a timeout in a
+    process of its own, one declaring `resources.processes` > 1 under torchrun); persists every
+    attempt's state to `store`, passes values through `values`, reuses outputs by cache key,
+    retries by each step's policy.
 
     `recorder` is the tracked run steps record to (their context's), `settings` what a step in
-    its own process attaches to it with; `sleep` waits between attempts (tests pass one that
+    another process attaches to it with; `sleep` waits between attempts (tests pass one that
     records); `seed` seeds the backoff's jitter."""
 
     def __init__(self, store: PipelineRunStore, values: ValueStore, *,
                  recorder: RunRecorder | None = None, settings: Settings | None = None,
                  listener: StepListener | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, executors: ExecutorChoice = executor_for) -> None:
         self.store = store
         self.values = values
         self.recorder = recorder
         self.settings = settings
+        self.executors = executors
         self.listener = listener or (lambda event: None)
         self.sleep = sleep
         self.draw = random.Random(seed)
@@ -361,46 +363,20 @@ class _Execution:
 
     def _attempt(self, step: Step, attempt: int, inputs: dict[str, ValueRef | None],
                  timeout: float | None) -> tuple[dict[str, Any], dict[str, ValueRef]]:
-        """Run the step once: (outputs as recorded, references of the stored ones)."""
-        if timeout is not None:
-            module, qualname = importable(step)
-            memory = [name for name, ref in inputs.items() if ref is None]
-            if memory:
-                raise SpecError([f"step {step.name!r}: timeout: a step with a timeout runs in "
-                                 f"a process of its own, and its input {memory[0]!r} is held "
-                                 "in memory (no codec stores it)"])
-            isolated = run_isolated(IsolatedCall(
-                step, module, qualname, {name: ref.to_json() for name, ref in inputs.items()
-                                         if ref is not None},
-                self.runner.values, self.record.pipeline_run_id, attempt,
-                self.record.run_id, self.runner.settings), timeout)
-            return {name: ref.to_json() for name, ref in isolated.items()}, isolated
-        values = {name: self._input(step, name, ref) for name, ref in inputs.items()}
-        context = StepContext.make(step.name, self.record.pipeline_run_id, attempt,
-                                   self.runner.recorder)
-        produced = call_in_process(step, values, context)
-        recorded: dict[str, Any] = {}
-        refs: dict[str, ValueRef] = {}
-        passed_on = {id(value): inputs[name] for name, value in values.items()}
-        for name, value in produced.items():
-            # an input handed on as it is (validate's rows when none was quarantined) is
-            # already stored
-            ref = passed_on.get(id(value)) or self.runner.values.put(
-                value, f"step {step.name!r} output {name!r}")
-            with self.lock:
-                self.memory[name] = value  # later steps here take it as it is, not decoded
-            if ref is None:
-                recorded[name] = {"memory": type(value).__name__}
-            else:
-                refs[name] = ref
-                recorded[name] = ref.to_json()
-        return recorded, refs
-
-    def _input(self, step: Step, name: str, ref: ValueRef | None) -> Any:
-        """An input as this process produced it, else decoded from the value store."""
-        if name in self.memory or ref is None:
-            return self.memory[name]
-        return self.runner.values.get(ref, f"step {step.name!r} input {name!r}")
+        """Run the step once, where the runner's executor choice puts it: (outputs as
+        recorded, references of the stored ones)."""
+        with self.lock:
+            held = {name: self.memory[name] for name in inputs if name in self.memory}
+        call = StepCall(step, attempt, self.record.pipeline_run_id, inputs, self.runner.values,
+                        self.record.run_id, self.runner.settings, timeout, held,
+                        self.runner.recorder)
+        produced = self.runner.executors(step, timeout).execute(call)
+        with self.lock:
+            self.memory.update(produced.held)  # later steps here take them as they are
+        recorded = {name: produced.refs[name].to_json() if name in produced.refs
+                    else {"memory": type(produced.held[name]).__name__}
+                    for name in step.outputs}
+        return recorded, produced.refs
 
     def _finish(self, row: StepRun, refs: dict[str, ValueRef]) -> None:
         with self.lock:

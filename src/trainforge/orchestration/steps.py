@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.errors import SpecError
-from trainforge.orchestration.dag import Dag, RetryPolicy, Step
+from trainforge.orchestration.dag import Dag, Resources, RetryPolicy, Step
 
 _CONTEXT_NAMES = ("ctx", "context")
 
@@ -42,6 +42,7 @@ class StepOptions:
     timeout_s: float | None = None
     cache: bool = True
     cache_ttl_s: float | None = None
+    resources: Resources = field(default_factory=Resources)
 
 
 class StepDefinition:
@@ -83,20 +84,22 @@ def step(fn: Callable[..., Any] | None = None, *, outputs: Sequence[str] = (),
          data: Sequence[str] = (), retries: int = 0, backoff_s: float = 1.0,
          max_backoff_s: float = 60.0, jitter: float = 0.25,
          retry_on: Sequence[str] | None = None, timeout: float | None = None,
-         cache: bool = True, ttl: float | None = None) -> Any:
+         cache: bool = True, ttl: float | None = None, processes: int = 1) -> Any:
     """Declare a function a pipeline step (see the module's docstring). `retries` more
     attempts after the first, waiting `backoff_s` doubled each time with `jitter`, for errors
     of the kinds in `retry_on` (default: transient and timeout); `timeout` seconds per attempt
     (the step then runs in a process of its own); `data` names params holding data paths,
     whose content is hashed into the cache key; `cache` False or a `ttl` in seconds limit
-    reuse."""
+    reuse; `processes` > 1 runs each attempt as that many processes under torchrun, in one
+    process group (rank 0's return value is the step's)."""
     retry = None
     if retries or retry_on is not None:
         retry = RetryPolicy(retries + 1, backoff_s, max_backoff_s, jitter,
                             tuple(retry_on) if retry_on is not None else ("transient",
                                                                            "timeout"))
     options = StepOptions(name, tuple(outputs), dict(inputs or {}), dict(params or {}),
-                          tuple(after), tuple(data), retry, timeout, cache, ttl)
+                          tuple(after), tuple(data), retry, timeout, cache, ttl,
+                          Resources(processes))
 
     def declare(function: Callable[..., Any]) -> StepDefinition:
         make_step(function, options)  # a bad declaration fails where it is written
@@ -137,7 +140,7 @@ def make_step(fn: Callable[..., Any], options: StepOptions) -> Step:
                if options.inputs.get(arg, arg) != arg}
     return Step(name, fn, values, options.outputs, {**defaults, **options.params}, renames,
                 context, options.after, options.data, options.retry, options.timeout_s,
-                options.cache, options.cache_ttl_s)
+                options.cache, options.cache_ttl_s, options.resources)
 
 
 def _is_context(argument: inspect.Parameter) -> bool:
@@ -200,7 +203,8 @@ def import_function(target: str, where: str) -> Callable[..., Any]:
 def steps_from_yaml(entries: Any, where: str) -> list[Step]:
     """The `steps:` list of a YAML file: each with `name`, `uses`, `inputs` (a list, or a
     mapping argument -> value), `outputs`, `params`, `after`, `data`, `retries`, `backoff`,
-    `retry_on`, `timeout`, `cache`, `ttl`. Errors name `where`, the entry and the field."""
+    `retry_on`, `timeout`, `cache`, `ttl`, `resources` (`{processes: N}`). Errors name
+    `where`, the entry and the field."""
     if not isinstance(entries, list):
         raise SpecError([f"{where}: steps: expected a list of steps"])
     steps = []
@@ -222,7 +226,7 @@ def steps_from_yaml(entries: Any, where: str) -> list[Step]:
 
 
 _YAML_FIELDS = {"name", "uses", "inputs", "outputs", "params", "after", "data", "retries",
-                "backoff", "retry_on", "timeout", "cache", "ttl"}
+                "backoff", "retry_on", "timeout", "cache", "ttl", "resources"}
 
 
 def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
@@ -241,7 +245,17 @@ def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
     return StepOptions(entry.get("name"), lists["outputs"],
                        {str(k): str(v) for k, v in inputs.items()}, params,
                        lists["after"], lists["data"], retry, timeout,
-                       bool(entry.get("cache", True)), ttl)
+                       bool(entry.get("cache", True)), ttl, _yaml_resources(entry, at))
+
+
+def _yaml_resources(entry: dict[str, Any], at: str) -> Resources:
+    given = entry.get("resources") or {}
+    if not isinstance(given, dict) or set(given) - {"processes"}:
+        raise SpecError([f"{at}.resources: {given!r} (expected a mapping with processes)"])
+    try:
+        return Resources(**given)
+    except SpecError as exc:
+        raise SpecError([f"{at}.{problem}" for problem in exc.problems]) from exc
 
 
 def _names(entry: dict[str, Any], key: str, at: str, sep: str = ".") -> tuple[str, ...]:
