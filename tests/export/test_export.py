@@ -146,3 +146,19 @@ def test_the_export_command_prints_the_report_and_names_an_unknown_version(train
     missing = subprocess.run([TRAINFORGE, "export", "fraud_detector", "99"],
                              capture_output=True, text=True, env=env, timeout=300)
     assert missing.returncode == 1 and "99" in missing.stderr
+
+
+def test_export_reads_the_contract_and_target_from_the_runs_system_entries(trained):
+    """What export checks against is what the run recorded for itself: params the user
+    logged over (here: none left) change nothing."""
+    from dataclasses import replace
+
+    run = trained.store.get_run(trained.run_id)
+    assert run.system["data"] == {"contract": run.params["data"]["contract"],
+                                  "target": "is_fraud"}
+    report = export_model(trained.artifacts, replace(run, params={}))
+    assert _variant(report, "onnx-fp32").accepted
+    contract = yaml.safe_load(trained.artifacts.get_bytes(trained.run_id, "export/contract.yaml"))
+    assert "amount" in contract["columns"]
+    with pytest.raises(ArtifactError, match="the golden set has no target column None"):
+        export_model(trained.artifacts, replace(run, system={}))

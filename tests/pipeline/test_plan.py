@@ -19,8 +19,12 @@ def test_a_spec_object_plans_like_its_file():
     assert from_object.spec == from_file.spec
     assert from_object.spec_hash == from_file.spec_hash
     assert from_object.source is None and from_file.source == SPEC
-    assert from_object.system_record() == {"spec": {"path": None,
+    assert from_object.source_record() == {"spec": {"path": None,
                                                      "overrides": ["training.epochs=2"]}}
+    assert from_object.system_record().entries() == {
+        **from_object.source_record(),
+        "data": {"contract": from_file.spec.data.contract, "target": "is_fraud"}}
+    assert from_file.system_record().entries()["spec"]["path"] == str(SPEC)
 
 
 def test_overrides_on_a_spec_object_are_checked_and_named():
@@ -50,7 +54,7 @@ def test_credentials_change_neither_the_hash_nor_any_dump():
                                                               "key": "AKIDPLANTED"}
     for text in (plan.spec.model_dump_json(), repr(plan.spec), str(plan.system_record())):
         assert secret not in text and "AKIDPLANTED" not in text
-    assert plan.system_record()["spec"]["overrides"] == [
+    assert plan.source_record()["spec"]["overrides"] == plan.system_record().spec.overrides == [
         "training.checkpoint.storage_options.secret=***",
         "training.checkpoint.storage_options.key=***"]
 

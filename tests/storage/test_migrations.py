@@ -245,6 +245,42 @@ def test_downgrade_to_0009_drops_only_the_outbox(db_url: str) -> None:
     assert _revision_and_tables(db_url) == ("0009", TABLES - OUTBOX_TABLES)
 
 
+def test_a_database_at_0010_upgrades_recording_each_runs_data_entry(db_url: str) -> None:
+    """Export and serving read a run's data contract and target from its system entries;
+    runs recorded before have them filled in from their recorded spec, nothing else."""
+    _at_revision(db_url, "0010")
+    engine = db.make_engine(db_url)
+    params = {"r1": {"data": {"source": "d/*.parquet", "target": "is_fraud",
+                              "contract": "/p/contract.yaml"}},
+              "r2": {"data": {"target": "label"}},
+              "r3": {"lr": 0.1},  # not a pipeline run
+              "r4": {"data": {"target": "old"}}}
+    system = {"r4": {"data": {"contract": None, "target": "kept"}}, "r1": {"job": "j"}}
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO experiments (experiment_id, name, description, owner, created_at) "
+                "VALUES ('e1', 'fraud', '', '', '2026-03-01 10:00:00')"))
+            for run_id, run_params in params.items():
+                connection.execute(text(
+                    "INSERT INTO runs (run_id, experiment_id, status, params, tags, environment,"
+                    " artifact_uri, started_at, device_hours, system) VALUES (:run_id, 'e1',"
+                    " 'completed', :params, '{}', '{}', 'file:///a', '2026-03-01 10:00:00', 0,"
+                    " :system)"), {"run_id": run_id, "params": json.dumps(run_params),
+                                   "system": json.dumps(system.get(run_id, {}))})
+    finally:
+        engine.dispose()
+    store = SqlStore(db_url)
+    try:
+        assert store.get_run("r1").system == {
+            "job": "j", "data": {"contract": "/p/contract.yaml", "target": "is_fraud"}}
+        assert store.get_run("r2").system == {"data": {"contract": None, "target": "label"}}
+        assert store.get_run("r3").system == {}
+        assert store.get_run("r4").system == {"data": {"contract": None, "target": "kept"}}
+    finally:
+        store.close()
+
+
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:
     def open_and_write(_: int) -> str:
         store = SqlStore(db_url)

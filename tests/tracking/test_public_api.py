@@ -6,11 +6,13 @@ from trainforge import tracking
 
 def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
-        "DEFAULT_CRASH_TIMEOUT_S", "GitState", "RunComparison", "RunHandle", "RunRecorder",
-        "active_run", "capture_environment", "collect_crashed_runs", "compare_runs", "comparison",
-        "default_store", "get_metric_history", "get_run", "git_state", "is_alive", "open_run",
-        "parse_filter", "parse_sort", "process_record", "replay_in_background", "replay_spills",
-        "search_runs", "start_run",
+        "CheckpointEntry", "DEFAULT_CRASH_TIMEOUT_S", "DataEntry", "GitState",
+        "LaunchEntry", "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
+        "RunHandle", "RunRecorder", "SpecEntry", "SystemRecord", "TuningEntry",
+        "active_run", "capture_environment", "collect_crashed_runs", "compare_runs",
+        "comparison", "default_store", "get_metric_history", "get_run", "git_state",
+        "is_alive", "open_run", "parse_filter", "parse_sort", "process_record",
+        "replay_in_background", "replay_spills", "search_runs", "start_run", "system_of",
         "where_running"]
 
 

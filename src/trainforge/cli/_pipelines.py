@@ -157,7 +157,8 @@ def _resume_training(record: PipelineRun, as_json: bool) -> None:
     """`resume` of a pipeline run of the training pipeline: its tracked run continued with the
     spec and overrides it was started with, in the same pipeline run."""
     from trainforge.cli._app import EXIT_PREEMPTED, report_pipeline
-    from trainforge.pipeline import DISTRIBUTED_RECORD, run_pipeline
+    from trainforge.pipeline import run_pipeline
+    from trainforge.tracking import system_of
 
     store = _context.existing_store()
     spec = record.source["spec"]
@@ -168,7 +169,7 @@ def _resume_training(record: PipelineRun, as_json: bool) -> None:
     if run is None or not spec.get("path"):
         _render.fail(f"pipeline run {record.pipeline_run_id} was started from Python with a "
                      "spec object; resume it there with run_pipeline(spec, resume=RUN_ID)", 2)
-    if DISTRIBUTED_RECORD in run.system:  # the launch's shape, recorded by the launcher
+    if system_of(run).distributed is not None:  # the launch's shape, recorded by the launcher
         _render.fail(f"pipeline run {record.pipeline_run_id} trained on torchrun workers: "
                      f"continue it with `trainforge run {spec['path']} --nproc-per-node N "
                      f"--resume {run.run_id}` and the flags it was started with", 2)

@@ -37,6 +37,7 @@ from trainforge.export._formats import (
 )
 from trainforge.export._report import REPORT_ARTIFACT, ExportReport, VariantReport, judge_variant
 from trainforge.storage.artifacts import ArtifactStore
+from trainforge.tracking import system_of
 from trainforge.train import StoredModel, load_stored_model
 
 GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
@@ -60,7 +61,8 @@ def export_model(
     stored = load_stored_model(artifacts, run.run_id)
     golden = read_golden_set(artifacts, run.run_id)
     features = stored.transform(golden)
-    targets = _targets(stored, golden, run.params.get("data", {}).get("target"))
+    recorded = system_of(run).data
+    targets = _targets(stored, golden, recorded.target if recorded is not None else None)
     metric, score_metric = _task_metric(stored.task)
     reference = predict_scores(stored.module, features, stored.task)
     reference_metric = score_metric(reference, targets)
@@ -140,8 +142,9 @@ def _store_bundle(artifacts: ArtifactStore, run: Run, stored: StoredModel,
                   golden: pd.DataFrame, files: dict[str, Path], report: ExportReport) -> None:
     import json
 
-    contract_file = run.params.get("data", {}).get("contract")
-    contract = served_contract(stored.features, golden, contract_file)
+    recorded = system_of(run).data
+    contract = served_contract(stored.features, golden,
+                               recorded.contract if recorded is not None else None)
     profile = training_profile(stored.features, golden)
     for artifact, path in files.items():
         artifacts.put_file(run.run_id, path, artifact)

@@ -114,7 +114,7 @@ def run_steps(dag: Dag, session: Session, *, options: RunOptions | None = None,
               resume: str | None = None) -> PipelineOutcome:
     """Run `dag` as a new pipeline run (or continue `resume`) recording to a tracked run of
     `session`'s store."""
-    from trainforge.tracking import open_run, process_record
+    from trainforge.tracking import SystemRecord, open_run, process_record
 
     store = session.store
     store.upsert_pipeline(PipelineRecord(dag.name, dag.name, dag.describe()))
@@ -124,8 +124,9 @@ def run_steps(dag: Dag, session: Session, *, options: RunOptions | None = None,
     pipeline_run_id = resume or uuid.uuid4().hex
     handle = open_run(dag.name, store=store, artifacts=session.artifacts,
                       settings=session.settings, resume=run_id, pipeline_id=dag.name,
-                      system={"pipeline_source": dict(source or {}),
-                              "pipeline_run": pipeline_run_id, **process_record()})
+                      system=SystemRecord(pipeline_source=dict(source or {}),
+                                          pipeline_run=pipeline_run_id,
+                                          process=process_record().process))
     if run_id is not None:
         handle.set_system(process_record())  # the process that continues it now
     runner = InProcessRunner(store, value_store(session), recorder=handle,

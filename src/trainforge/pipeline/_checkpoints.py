@@ -27,6 +27,7 @@ from trainforge.entities import CheckpointRecord, Run, RunStatus
 from trainforge.errors import CheckpointError, Conflict, NotFound, TrainforgeError
 from trainforge.pipeline._resume import checkpoint_location
 from trainforge.storage import RunCheckpointStore, all_items
+from trainforge.tracking import system_of
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 
 
@@ -63,11 +64,15 @@ def spec_storage_options(spec: PipelineSpec, run: Run) -> dict[str, Any]:
 def checkpoint_policy(run: Run) -> CheckpointSpec:
     """The checkpoint policy `run` ran with; `CheckpointError` when it recorded none."""
     try:
-        return CheckpointSpec.model_validate(run.system["checkpoint"]["policy"])
-    except (KeyError, TypeError, ValidationError) as exc:
+        recorded = system_of(run).checkpoint
+        policy = CheckpointSpec.model_validate(recorded.policy) if recorded else None
+    except ValidationError as exc:
         raise CheckpointError(
             f"run {run.run_id}: it recorded no valid checkpoint policy ({exc})"
         ) from exc
+    if policy is None:
+        raise CheckpointError(f"run {run.run_id}: it recorded no checkpoint policy")
+    return policy
 
 
 def list_run_checkpoints(
@@ -152,7 +157,8 @@ def _reconcile(
 
 def _location(run: Run) -> str:
     """Where `run` saved its checkpoints; `CheckpointError` when it recorded no location."""
-    location = (run.system.get("checkpoint") or {}).get("location")
+    recorded = system_of(run).checkpoint
+    location = recorded.location if recorded is not None else None
     if not location:
         raise CheckpointError(
             f"run {run.run_id} has no checkpoint location: only pipeline runs save checkpoints"

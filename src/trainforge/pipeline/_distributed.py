@@ -66,14 +66,21 @@ from trainforge.pipeline._steps import TrainedModel, train
 from trainforge.session import Session
 from trainforge.storage import Store, all_items
 from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking import RunHandle, RunRecorder
+from trainforge.tracking import (
+    LaunchEntry,
+    LaunchShape,
+    RunHandle,
+    RunRecorder,
+    SystemRecord,
+    system_of,
+)
 from trainforge.train import process_group
 
 RUN_ID_ENV = "TRAINFORGE_RUN_ID"
 PIPELINE_RUN_ENV = "TRAINFORGE_PIPELINE_RUN"
 DATASET_ENV = "TRAINFORGE_DATASET"  # the dataset's value references
-DISTRIBUTED_RECORD = "distributed"  # run.system (and a tag): the launch's shape
-LAUNCH_RECORD = "launch"  # run.system: {"pipeline_run": id, "trained": rank 0's model's ref}
+DISTRIBUTED_RECORD = "distributed"  # a tag for people: the launch's shape (the system reads
+# its own copy, `SystemRecord.distributed`)
 RANK0_WAIT_S = 600.0  # how long a leader waits for rank 0 on another node to name its model
 POLL_S = 0.2
 WORKER_MODULE = "trainforge.pipeline._worker"
@@ -240,13 +247,13 @@ def _execute_launched(launch: Launch, worker_args: list[str], plan: PipelinePlan
     shape = {"nproc_per_node": launch.nproc_per_node, "nnodes": launch.nnodes,
              "min_nodes": launch.min_nodes or launch.nnodes, "max_restarts": launch.max_restarts}
     handle.set_tags({DISTRIBUTED_RECORD: shape})  # for people; the system reads its own copy
-    handle.set_system({DISTRIBUTED_RECORD: shape})
+    handle.set_system(SystemRecord(distributed=LaunchShape(**shape)))
     pipeline_run = (job_pipeline_run_id(launch, handle.run_id) if launch.nnodes > 1
                     else uuid.uuid4().hex)
     job = _Job(launch, worker_args, session, handle.run_id, pipeline_run)
     dataset_step = _dataset_step(dag)
     try:  # created here, so that exactly one launcher leads; its runner then continues it
-        session.store.create_pipeline_run(pipeline_run, dag.name, plan.system_record(),
+        session.store.create_pipeline_run(pipeline_run, dag.name, plan.source_record(),
                                            RunOptions().to_json(), handle.run_id)
     except Conflict:
         _follow(job, dataset_step, handle)
@@ -319,9 +326,9 @@ def _trained_by_rank0(store: Store, run_id: str, pipeline_run: str,
     deadline = time.monotonic() + wait_s
     while True:
         run = store.get_run(run_id)
-        launch = run.system.get(LAUNCH_RECORD) or {}
-        if launch.get("pipeline_run") == pipeline_run:
-            return ValueRef.from_json(launch["trained"])
+        launch = system_of(run).launch
+        if launch is not None and launch.pipeline_run == pipeline_run:
+            return ValueRef.from_json(launch.trained)
         if run.status is not RunStatus.RUNNING:
             raise TrainingError(f"the run ended {run.status.value} on another node: "
                                 f"{run.error}")
@@ -384,8 +391,8 @@ def run_worker(path: str, overrides: list[str]) -> None:
             handle.close()
     stored = values.put(trained, "the trained model")
     assert stored is not None  # a trained model is a registered value type
-    session.store.set_system(run_id, {LAUNCH_RECORD: {
-        "pipeline_run": os.environ[PIPELINE_RUN_ENV], "trained": stored.to_json()}})
+    session.store.set_system(run_id, SystemRecord(launch=LaunchEntry(
+        pipeline_run=os.environ[PIPELINE_RUN_ENV], trained=stored.to_json())).entries())
 
 
 def _worker_dataset(values: ValueStore) -> Dataset:

@@ -23,6 +23,7 @@ from trainforge.config import (
 )
 from trainforge.pipeline._checks import check_spec
 from trainforge.pipeline._identity import spec_hash
+from trainforge.tracking import DataEntry, SpecEntry, SystemRecord
 from trainforge.train import PreemptionNotice
 
 if TYPE_CHECKING:
@@ -70,10 +71,19 @@ class PipelinePlan:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""
         return PreemptionNotice(self.spec.training.checkpoint.preempt_on)
 
-    def system_record(self) -> dict[str, Any]:
-        """The `spec` entry of the run's system namespace: what it was started from."""
-        return {"spec": {"path": None if self.source is None else str(self.source),
-                         "overrides": [redact_argument(o) for o in self.overrides]}}
+    def source_record(self) -> dict[str, Any]:
+        """What the pipeline run was started from (its `source`): the spec file and
+        overrides, by which `trainforge resume` starts it again."""
+        return {"spec": self.system_record().entries()["spec"]}
+
+    def system_record(self) -> SystemRecord:
+        """The `spec` and `data` entries of the run's system namespace: what it was started
+        from, and what its model checks records against."""
+        data = self.spec.data
+        return SystemRecord(
+            spec=SpecEntry(path=None if self.source is None else str(self.source),
+                           overrides=[redact_argument(o) for o in self.overrides]),
+            data=DataEntry(contract=data.contract, target=data.target))
 
 
 def plan_pipeline(

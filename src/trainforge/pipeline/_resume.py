@@ -32,7 +32,13 @@ from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
 from trainforge.pipeline._identity import spec_hash
 from trainforge.storage import RunStore
-from trainforge.tracking import is_alive, where_running
+from trainforge.tracking import (
+    CheckpointEntry,
+    SystemRecord,
+    is_alive,
+    system_of,
+    where_running,
+)
 from trainforge.train.checkpoint import CheckpointManager, CheckpointWarning
 
 CANDIDATES = 100  # newest runs of the same spec looked at by `resume: auto`
@@ -45,9 +51,10 @@ def checkpoint_location(spec: CheckpointSpec, run_id: str, run_artifact_uri: str
     return f"{run_artifact_uri}/checkpoints"
 
 
-def checkpoint_record(spec: CheckpointSpec, location: str) -> dict[str, Any]:
+def checkpoint_record(spec: CheckpointSpec, location: str) -> SystemRecord:
     """The `checkpoint` entry of a run's system namespace (the policy without credentials)."""
-    return {"checkpoint": {"location": location, "policy": spec.model_dump(mode="json")}}
+    return SystemRecord(checkpoint=CheckpointEntry(location=location,
+                                                   policy=spec.model_dump(mode="json")))
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,7 @@ def check_same_spec(run: Run, given: PipelineSpec, *, allow_neutral: bool) -> li
 def runs_for_job(run: Run, job: str) -> bool:
     """Whether `run` is running for the multi-node job `job` (another of its launchers
     opened it)."""
-    return run.status is RunStatus.RUNNING and run.system.get("job") == job
+    return run.status is RunStatus.RUNNING and system_of(run).job == job
 
 
 def find_resumable(store: RunStore, experiment_id: str, spec: PipelineSpec,
@@ -122,10 +129,9 @@ def find_resumable(store: RunStore, experiment_id: str, spec: PipelineSpec,
     for run in candidates.items:
         if run.status is RunStatus.COMPLETED or is_alive(run):
             continue
-        recorded = run.system.get("checkpoint") or {}
-        if recorded.get("location") and has_checkpoint(
-            spec.training.checkpoint, recorded["location"], run.run_id
-        ):
+        recorded = system_of(run).checkpoint
+        if recorded is not None and has_checkpoint(spec.training.checkpoint,
+                                                   recorded.location, run.run_id):
             return run
     return None
 

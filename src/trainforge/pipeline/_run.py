@@ -53,7 +53,13 @@ from trainforge.pipeline._resume import (
 )
 from trainforge.registry import GateResult
 from trainforge.session import Session
-from trainforge.tracking import RunHandle, open_run, process_record
+from trainforge.tracking import (
+    ResumeEntry,
+    RunHandle,
+    SystemRecord,
+    open_run,
+    process_record,
+)
 from trainforge.train import Callback
 from trainforge.versioning import open_repository
 
@@ -156,8 +162,9 @@ def run_tracked(
     with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
-            handle.set_system({**plan.system_record(), **process_record(),
-                               "resume": {"changes": [c.to_json() for c in resumed.changes]}})
+            handle.set_system(plan.system_record().merged(process_record()).merged(
+                SystemRecord(resume=ResumeEntry(
+                    changes=[c.to_json() for c in resumed.changes]))))
         values = execute(handle, dag)
         if values is None:
             handle.close()  # leaves the run to the process that reports it; `with` ends nothing
@@ -181,10 +188,10 @@ def execute_in_process(plan: PipelinePlan, session: Session,
     runner = InProcessRunner(session.store, value_store(session), recorder=handle,
                              settings=session.settings, listener=listener)
     pipeline_run_id = pipeline_run or uuid.uuid4().hex
-    handle.set_system({"pipeline_run": pipeline_run_id})
+    handle.set_system(SystemRecord(pipeline_run=pipeline_run_id))
     try:
         outcome = (runner.run(dag, resume=pipeline_run) if pipeline_run is not None else
-                   runner.run(dag, source=plan.system_record(),
+                   runner.run(dag, source=plan.source_record(),
                               pipeline_run_id=pipeline_run_id))
     except PipelineFailed as exc:
         failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
@@ -252,9 +259,9 @@ def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | No
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
                                    session.artifacts.run_uri(new_id))
-    system = {**plan.system_record(), **process_record(),
-              **checkpoint_record(spec.training.checkpoint, location),
-              **({"job": job} if job is not None else {})}
+    system = (plan.system_record().merged(process_record())
+              .merged(checkpoint_record(spec.training.checkpoint, location))
+              .merged(SystemRecord(job=job)))
     try:
         return open_run(spec.experiment_name, params=spec.model_dump(mode="json"),
                         parent=parent, run_id=new_id, pipeline_id=spec.name, system=system,

@@ -22,6 +22,7 @@ from trainforge.errors import ExportError
 from trainforge.features import ServedEncoder, check_served_features, compile_encoder
 from trainforge.serving._checks import RecordChecker
 from trainforge.storage.artifacts import ArtifactStore
+from trainforge.tracking import system_of
 
 DEFAULT_THRESHOLD = 0.5
 RUNTIMES = ("auto", "onnxruntime", "torch")
@@ -102,8 +103,9 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
         contract = read_contract(artifacts.get_bytes(run.run_id, "export/contract.yaml"))
         profile = json.loads(artifacts.get_bytes(run.run_id, "export/profile.json"))
     else:
-        contract_file = run.params.get("data", {}).get("contract")
-        contract = served_contract(stored.features, golden, contract_file)
+        recorded = system_of(run).data
+        contract = served_contract(stored.features, golden,
+                                   recorded.contract if recorded is not None else None)
         profile = training_profile(stored.features, golden)
     if onnx is not None:
         scorer = _onnx_scorer(artifacts.get_bytes(run.run_id, onnx.artifact), threads)

@@ -40,6 +40,18 @@ if TYPE_CHECKING:
         replay_in_background,
         start_run,
     )
+    from trainforge.tracking._system import (
+        CheckpointEntry,
+        DataEntry,
+        LaunchEntry,
+        LaunchShape,
+        PbtEntry,
+        ResumeEntry,
+        SpecEntry,
+        SystemRecord,
+        TuningEntry,
+        system_of,
+    )
 
 _EXPORTS = {
     "DEFAULT_CRASH_TIMEOUT_S": "trainforge.tracking._api",
@@ -57,6 +69,16 @@ _EXPORTS = {
     "get_run": "trainforge.tracking._api",
     "git_state": "trainforge.tracking._environment",
     "is_alive": "trainforge.tracking._liveness",
+    "CheckpointEntry": "trainforge.tracking._system",
+    "DataEntry": "trainforge.tracking._system",
+    "LaunchEntry": "trainforge.tracking._system",
+    "LaunchShape": "trainforge.tracking._system",
+    "PbtEntry": "trainforge.tracking._system",
+    "ResumeEntry": "trainforge.tracking._system",
+    "SpecEntry": "trainforge.tracking._system",
+    "SystemRecord": "trainforge.tracking._system",
+    "TuningEntry": "trainforge.tracking._system",
+    "system_of": "trainforge.tracking._system",
     "parse_filter": "trainforge.storage.query",
     "parse_sort": "trainforge.storage.query",
     "process_record": "trainforge.tracking._liveness",
@@ -69,11 +91,20 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "CheckpointEntry",
     "DEFAULT_CRASH_TIMEOUT_S",
+    "DataEntry",
     "GitState",
+    "LaunchEntry",
+    "LaunchShape",
+    "PbtEntry",
+    "ResumeEntry",
     "RunComparison",
     "RunHandle",
     "RunRecorder",
+    "SpecEntry",
+    "SystemRecord",
+    "TuningEntry",
     "active_run",
     "capture_environment",
     "collect_crashed_runs",
@@ -92,6 +123,7 @@ __all__ = [
     "replay_spills",
     "search_runs",
     "start_run",
+    "system_of",
     "where_running",
 ]
 

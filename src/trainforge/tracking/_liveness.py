@@ -10,17 +10,17 @@ from __future__ import annotations
 import os
 import socket
 from datetime import datetime, timezone
-from typing import Any
 
 from trainforge.entities import Run, RunStatus
+from trainforge.tracking._system import ProcessEntry, SystemRecord, system_of
 
 STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
 
 
-def process_record() -> dict[str, Any]:
+def process_record() -> SystemRecord:
     """The `process` entry of a run's system namespace: where it runs, so a resume can tell
     whether it still does."""
-    return {"process": {"host": socket.gethostname(), "pid": os.getpid()}}
+    return SystemRecord(process=ProcessEntry(host=socket.gethostname(), pid=os.getpid()))
 
 
 def is_alive(run: Run, now: datetime | None = None) -> bool:
@@ -28,9 +28,9 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
     run elsewhere, its heartbeat is younger than `STALE_HEARTBEAT_S`."""
     if run.status is not RunStatus.RUNNING:
         return False
-    process = run.system.get("process") or {}
-    if process.get("host") == socket.gethostname() and isinstance(process.get("pid"), int):
-        return _pid_exists(process["pid"])
+    process = system_of(run).process
+    if process is not None and process.host == socket.gethostname():
+        return _pid_exists(process.pid)
     beat = run.heartbeat_at or run.started_at
     now = now or datetime.now(timezone.utc)
     return (now - beat).total_seconds() < STALE_HEARTBEAT_S
@@ -38,8 +38,8 @@ def is_alive(run: Run, now: datetime | None = None) -> bool:
 
 def where_running(run: Run) -> str:
     """"pid N on HOST", as the run recorded it."""
-    process = run.system.get("process", {})
-    return f"pid {process.get('pid')} on {process.get('host')}"
+    process = system_of(run).process
+    return f"pid {process.pid} on {process.host}" if process else "a process it did not record"
 
 
 def _pid_exists(pid: int) -> bool:

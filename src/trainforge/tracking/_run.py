@@ -38,6 +38,7 @@ from trainforge.tracking._spill import (
     data_version_record,
     replay_directory,
 )
+from trainforge.tracking._system import SystemRecord
 from trainforge.tracking._tensorboard import TensorBoardSink
 
 log = logging.getLogger(__name__)
@@ -138,10 +139,10 @@ class RunHandle:
     def set_tags(self, tags: dict[str, Any]) -> None:
         self._write_through("tags", tags, self.store.set_tags)
 
-    def set_system(self, values: dict[str, Any]) -> None:
-        """Merge `values` into the run's reserved `system` namespace (what trainforge reads
-        back: liveness, checkpoint location and policy, the spec it ran)."""
-        self._write_through("system", values, self.store.set_system)
+    def set_system(self, record: SystemRecord) -> None:
+        """Merge `record`'s entries into the run's `system` namespace (what trainforge reads
+        back: `_system.py`)."""
+        self._write_through("system", record.entries(), self.store.set_system)
 
     def set_summary(self, metrics: dict[str, float]) -> None:
         """Final metrics (`Run.metrics`, listings, filters), winning over logged points."""
@@ -348,7 +349,7 @@ def open_run(
     job: str | None = None,
     run_id: str | None = None,
     pipeline_id: str | None = None,
-    system: dict[str, Any] | None = None,
+    system: SystemRecord | None = None,
     spec_hash: str | None = None,
     code_dir: str | Path = ".",
     tensorboard_dir: str | Path | None = None,
@@ -391,7 +392,7 @@ class _RunIdentity:
 
     run_id: str | None
     pipeline_id: str | None
-    system: dict[str, Any] | None
+    system: SystemRecord | None
     spec_hash: str | None
 
 
@@ -407,7 +408,8 @@ def _create(
         artifact_uri=artifacts.run_uri(run_id), run_id=run_id, git_commit=git.commit,
         git_dirty=git.dirty, pipeline_id=identity.pipeline_id, tags=tags,
         parent_run_id=parent.run_id if isinstance(parent, RunHandle) else parent,
-        system=identity.system, spec_hash=identity.spec_hash,
+        system=identity.system.entries() if identity.system is not None else None,
+        spec_hash=identity.spec_hash,
     )
     if git.diff:
         artifacts.put_bytes(run_id, "environment/git.diff", git.diff.encode())

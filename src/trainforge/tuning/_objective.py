@@ -17,7 +17,7 @@ import optuna
 from trainforge.errors import Pruned, RunPruned, TrainingError
 from trainforge.pipeline import run_pipeline
 from trainforge.session import Session
-from trainforge.tracking import active_run
+from trainforge.tracking import SystemRecord, TuningEntry, active_run
 from trainforge.train import Callback
 from trainforge.tuning._space import sample, trial_overrides
 from trainforge.tuning._study import RUN_ID_ATTR
@@ -55,7 +55,8 @@ class PruningReporter(Callback):
         if run is None:
             return
         run.log_params({"trial": {"number": self.trial.number, "params": self.values}})
-        run.set_system({"tuning": {"study": self.study, "trial": self.trial.number}})
+        run.set_system(SystemRecord(tuning=TuningEntry(study=self.study,
+                                                       trial=self.trial.number)))
         self.trial.set_user_attr(RUN_ID_ATTR, run.run_id)
 
     def on_step_end(self, trainer: Trainer) -> None:

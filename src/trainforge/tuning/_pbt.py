@@ -41,7 +41,7 @@ from trainforge.pipeline import (
     plan_pipeline,
 )
 from trainforge.session import Session
-from trainforge.tracking import RunHandle, open_run
+from trainforge.tracking import PbtEntry, RunHandle, SystemRecord, open_run
 from trainforge.train import Trainer
 from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager
 from trainforge.tuning._pbt_checks import check_pbt_spec
@@ -155,7 +155,7 @@ class _Study:
             tags={"pbt": {"population": self.pbt.population,
                           "objective": self.tuning.objective.metric}},
             store=session.store, artifacts=session.artifacts, settings=session.settings,
-            system={**self.plan.system_record(), "pbt": {"role": "study"}},
+            system=self.plan.system_record().merged(SystemRecord(pbt=PbtEntry(role="study"))),
             code_dir=self.plan.code_dir,
         )
 
@@ -176,8 +176,8 @@ class _Study:
             tags={"pbt": {"member": index, "exploits": []}},
             store=session.store, artifacts=session.artifacts, settings=session.settings,
             run_id=run_id, code_dir=self.plan.code_dir,
-            system={"pbt": {"study": study.run_id, "member": index},
-                    **checkpoint_record(policy, location)},
+            system=SystemRecord(pbt=PbtEntry(study=study.run_id, member=index)).merged(
+                checkpoint_record(policy, location)),
         )
         stack.enter_context(handle)
         manager = CheckpointManager(

@@ -23,7 +23,7 @@ from trainforge.config import PipelineSpec, Settings
 from trainforge.errors import Conflict, NotFound, SpecError
 from trainforge.pipeline import PipelineResult, plan_pipeline, run_pipeline
 from trainforge.session import Session
-from trainforge.tracking import open_run
+from trainforge.tracking import SystemRecord, TuningEntry, open_run
 from trainforge.tuning._objective import PipelineObjective
 from trainforge.tuning._results import StudySummary, record_on_run, save_plots, summarize
 from trainforge.tuning._space import check_space, trial_overrides
@@ -90,7 +90,8 @@ def tune(
     with open_run(plan.spec.experiment_name, params={"tuning": tuning.model_dump(mode="json")},
                   store=session.store, artifacts=session.artifacts,
                   settings=session.settings, code_dir=plan.code_dir,
-                  system={"tuning": {"study": name}, **plan.system_record()}) as run:
+                  system=plan.system_record().merged(
+                      SystemRecord(tuning=TuningEntry(study=name)))) as run:
         context = StudyContext(plan.spec, source if plan.source else None, plan.overrides,
                                run.run_id, deadline)
         optuna_study = create_study(storage, name, context, source)
