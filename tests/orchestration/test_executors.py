@@ -27,6 +27,7 @@ from trainforge.orchestration.executors import (
 )
 from trainforge.orchestration.steps import StepOptions, make_step, step, steps_from_yaml
 from trainforge.orchestration.values import ValueRef
+from trainforge.session import Session
 from trainforge.storage import Store, open_store
 from trainforge.storage.artifacts import open_artifact_store
 from trainforge.storage.objects import open_object_store
@@ -57,8 +58,8 @@ def test_a_step_declaring_two_processes_runs_under_torchrun_and_returns_values(
     dag = Dag("p", (_step(rs.numbers, ["frame"]),
                     _step(rs.gathered, ["gathered"], resources=Resources(processes=2)),
                     _step(rs.total, ["sum"])))
-    with open_run("p", store=sqlite_store, artifacts=open_artifact_store(tmp_path / "runs"),
-                  settings=settings) as run:
+    session = Session(settings, sqlite_store, open_artifact_store(tmp_path / "runs"))
+    with open_run("p", session) as run:
         outcome = InProcessRunner(sqlite_store, values, recorder=run,
                                   settings=settings).run(dag)
     gathered = outcome.value("gathered")

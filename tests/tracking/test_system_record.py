@@ -44,13 +44,14 @@ def test_a_malformed_entry_is_refused_naming_it() -> None:
 def test_a_run_reads_back_what_was_written_and_keeps_what_it_does_not_know(
         store, tmp_path) -> None:
     from trainforge.config import Settings
+    from trainforge.session import Session
     from trainforge.storage.artifacts import open_artifact_store
 
     settings = Settings.from_env({"TRAINFORGE_HOME": str(tmp_path)})
     written = process_record().merged(SystemRecord(checkpoint=CheckpointEntry(
         location="s3://b/ckpt/r", policy={"keep_last": 3})))
-    with open_run("e", store=store, artifacts=open_artifact_store(tmp_path / "a"),
-                  settings=settings, system=written) as run:
+    session = Session(settings, store, open_artifact_store(tmp_path / "a"))
+    with open_run("e", session, system=written) as run:
         store.set_system(run.run_id, {"added_later": {"x": 1}})
         run.set_system(SystemRecord(pipeline_run="p1"))
     stored = store.get_run(run.run_id)

@@ -122,8 +122,7 @@ def run_steps(dag: Dag, session: Session, *, options: RunOptions | None = None,
     if resume is not None:
         run_id = store.get_pipeline_run(resume).run_id
     pipeline_run_id = resume or uuid.uuid4().hex
-    handle = open_run(dag.name, store=store, artifacts=session.artifacts,
-                      settings=session.settings, resume=run_id, pipeline_id=dag.name,
+    handle = open_run(dag.name, session, resume=run_id, pipeline_id=dag.name,
                       system=SystemRecord(pipeline_source=dict(source or {}),
                                           pipeline_run=pipeline_run_id,
                                           process=process_record().process))

@@ -249,13 +249,10 @@ def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | No
               resumed: _Resumption | None, run_id: str | None, job: str | None) -> RunHandle:
     """The run this process records to: resumed, joined (`run_id` taken) or new."""
     spec = plan.spec
-    common: dict[str, Any] = {
-        "store": session.store, "artifacts": session.artifacts, "settings": session.settings,
-        "tensorboard_dir": session.settings.tensorboard_dir if spec.tracking.tensorboard
-        else None,
-    }
+    tensorboard_dir = session.settings.tensorboard_dir if spec.tracking.tensorboard else None
     if resumed is not None:
-        return open_run(spec.experiment_name, resume=resumed.run_id, job=job, **common)
+        return open_run(spec.experiment_name, session, resume=resumed.run_id, job=job,
+                        tensorboard_dir=tensorboard_dir)
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
                                    session.artifacts.run_uri(new_id))
@@ -263,9 +260,10 @@ def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | No
               .merged(checkpoint_record(spec.training.checkpoint, location))
               .merged(SystemRecord(job=job)))
     try:
-        return open_run(spec.experiment_name, params=spec.model_dump(mode="json"),
+        return open_run(spec.experiment_name, session, params=spec.model_dump(mode="json"),
                         parent=parent, run_id=new_id, pipeline_id=spec.name, system=system,
-                        spec_hash=plan.spec_hash, code_dir=plan.code_dir, **common)
+                        spec_hash=plan.spec_hash, code_dir=plan.code_dir,
+                        tensorboard_dir=tensorboard_dir)
     except Conflict:
         if run_id is None:
             raise

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.config import Settings
 from trainforge.entities import DataVersion, Run, RunStatus
@@ -40,6 +40,9 @@ from trainforge.tracking._spill import (
 )
 from trainforge.tracking._system import SystemRecord
 from trainforge.tracking._tensorboard import TensorBoardSink
+
+if TYPE_CHECKING:
+    from trainforge.session import Session
 
 log = logging.getLogger(__name__)
 _ACTIVE: list[RunHandle] = []
@@ -327,21 +330,18 @@ def start_run(
     if not isinstance(artifacts, ArtifactStore):
         artifacts = open_artifact_store(artifacts or settings.artifact_root)
     replay_in_background(store, settings.spill_dir)
-    handle = open_run(experiment, store=store, artifacts=artifacts, settings=settings,
-                      params=params, parent=parent, tags=tags, resume=resume, run_id=run_id,
-                      code_dir=code_dir, tensorboard_dir=tensorboard_dir,
-                      flush_interval=flush_interval, flush_every=flush_every,
-                      heartbeat_interval=heartbeat_interval)
+    handle = _open(experiment, store, artifacts, settings.spill_dir, _Opening(
+        _RunIdentity(run_id, None, None, None), params, parent, tags, resume,
+        code_dir=code_dir, tensorboard_dir=tensorboard_dir, flush_interval=flush_interval,
+        flush_every=flush_every, heartbeat_interval=heartbeat_interval))
     atexit.register(handle._at_exit)
     return handle
 
 
 def open_run(
     experiment: str,
+    session: Session,
     *,
-    store: Store,
-    artifacts: ArtifactStore,
-    settings: Settings,
     params: dict[str, Any] | None = None,
     parent: RunHandle | str | None = None,
     tags: dict[str, Any] | None = None,
@@ -353,26 +353,49 @@ def open_run(
     spec_hash: str | None = None,
     code_dir: str | Path = ".",
     tensorboard_dir: str | Path | None = None,
-    flush_interval: float = 1.0,
-    flush_every: int = 1000,
-    heartbeat_interval: float = 10.0,
 ) -> RunHandle:
-    """`start_run` for code below an entry point, which ends the run itself (`with handle:`):
-    no interpreter-exit hook and no spill replay (its entry point's session started that).
+    """`start_run` for code below an entry point, in its `session`, which ends the run
+    itself (`with handle:`): no interpreter-exit hook and no spill replay (its entry point's
+    session started that).
 
     `system` and `spec_hash` are what the system reads back (kept apart from `params` and
     `tags`); with `resume` and `job` (a multi-node job's key) the first launcher of the job
     reopens the run and the others get it as it runs (`RunStore.reopen_run`).
     """
+    return _open(experiment, session.store, session.artifacts, session.settings.spill_dir,
+                 _Opening(_RunIdentity(run_id, pipeline_id, system, spec_hash), params, parent,
+                          tags, resume, job, code_dir, tensorboard_dir))
+
+
+@dataclass(frozen=True)
+class _Opening:
+    """What a new or resumed run is opened with, beside where it is recorded."""
+
+    identity: _RunIdentity
+    params: dict[str, Any] | None = None
+    parent: RunHandle | str | None = None
+    tags: dict[str, Any] | None = None
+    resume: str | None = None
+    job: str | None = None
+    code_dir: str | Path = "."
+    tensorboard_dir: str | Path | None = None
+    flush_interval: float = 1.0
+    flush_every: int = 1000
+    heartbeat_interval: float = 10.0
+
+
+def _open(experiment: str, store: Store, artifacts: ArtifactStore, spill_dir: Path,
+          opening: _Opening) -> RunHandle:
     experiment_id = store.get_or_create_experiment(experiment).experiment_id
-    if resume is not None:
-        run = _reopen(store, resume, experiment_id, experiment, settings.spill_dir, job)
+    if opening.resume is not None:
+        run = _reopen(store, opening.resume, experiment_id, experiment, spill_dir, opening.job)
     else:
-        identity = _RunIdentity(run_id, pipeline_id, system, spec_hash)
-        run = _create(store, artifacts, experiment_id, params, parent, tags, identity, code_dir)
-    handle = RunHandle(store, run, artifacts, flush_every, spill_dir=settings.spill_dir,
-                       flush_interval=flush_interval, heartbeat_interval=heartbeat_interval,
-                       tensorboard_dir=tensorboard_dir, owns_run=True)
+        run = _create(store, artifacts, experiment_id, opening.params, opening.parent,
+                      opening.tags, opening.identity, opening.code_dir)
+    handle = RunHandle(store, run, artifacts, opening.flush_every, spill_dir=spill_dir,
+                       flush_interval=opening.flush_interval,
+                       heartbeat_interval=opening.heartbeat_interval,
+                       tensorboard_dir=opening.tensorboard_dir, owns_run=True)
     with _ACTIVE_LOCK:
         _ACTIVE.append(handle)
     return handle

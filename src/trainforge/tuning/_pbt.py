@@ -151,10 +151,9 @@ class _Study:
     def _open_study(self) -> RunHandle:
         spec, session = self.plan.spec, self.session
         return open_run(
-            spec.experiment_name, params=spec.model_dump(mode="json"),
+            spec.experiment_name, session, params=spec.model_dump(mode="json"),
             tags={"pbt": {"population": self.pbt.population,
                           "objective": self.tuning.objective.metric}},
-            store=session.store, artifacts=session.artifacts, settings=session.settings,
             system=self.plan.system_record().merged(SystemRecord(pbt=PbtEntry(role="study"))),
             code_dir=self.plan.code_dir,
         )
@@ -172,9 +171,8 @@ class _Study:
         run_id = uuid.uuid4().hex
         location = checkpoint_location(policy, run_id, session.artifacts.run_uri(run_id))
         handle = open_run(
-            spec.experiment_name, params=_nested(values), parent=study,
+            spec.experiment_name, session, params=_nested(values), parent=study,
             tags={"pbt": {"member": index, "exploits": []}},
-            store=session.store, artifacts=session.artifacts, settings=session.settings,
             run_id=run_id, code_dir=self.plan.code_dir,
             system=SystemRecord(pbt=PbtEntry(study=study.run_id, member=index)).merged(
                 checkpoint_record(policy, location)),

@@ -87,9 +87,8 @@ def tune(
     name = study or study_name_of(plan.spec)
     _check_new(storage, name)
     deadline = (time.time() + tuning.timeout_minutes * 60) if tuning.timeout_minutes else None
-    with open_run(plan.spec.experiment_name, params={"tuning": tuning.model_dump(mode="json")},
-                  store=session.store, artifacts=session.artifacts,
-                  settings=session.settings, code_dir=plan.code_dir,
+    with open_run(plan.spec.experiment_name, session,
+                  params={"tuning": tuning.model_dump(mode="json")}, code_dir=plan.code_dir,
                   system=plan.system_record().merged(
                       SystemRecord(tuning=TuningEntry(study=name)))) as run:
         context = StudyContext(plan.spec, source if plan.source else None, plan.overrides,
