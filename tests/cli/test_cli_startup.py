@@ -72,3 +72,15 @@ def test_the_garbage_collector_is_off_for_a_listing_and_on_for_a_run(tmp_path: P
     default_store()
     assert probe("runs", "list")["gc"] is False
     assert probe("run", str(tmp_path / "missing.yaml"))["gc"] is True
+
+
+def test_the_training_stack_leaves_torchs_distributed_checkpoint_to_sharded_checkpoints() -> None:
+    """Every `trainforge run` and torchrun worker imports the training stack; DCP (with torch's
+    tensor and symbolic-shape stack behind it) loads only when a sharded checkpoint is saved
+    or loaded."""
+    probe = ("import sys; import trainforge.pipeline._distributed, trainforge.cli._app; "
+             "print(sorted(m for m in ('torch', 'torch.distributed.checkpoint', 'sympy') "
+             "if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.split() == ["['torch']"], result.stderr

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
 
 from trainforge.errors import CheckpointError
 from trainforge.train.checkpoint._checksum import CHUNK_BYTES, DEFAULT_HASH, checksum
@@ -52,6 +51,8 @@ def save_shards(
     (size and checksum, DCP's metadata included), on every rank."""
     rank = dist.get_rank(group)
     try:
+        import torch.distributed.checkpoint as dcp  # 0.6 s of imports: only when sharded
+
         dcp.save(dict(state), storage_writer=storage.dcp_writer(name), process_group=group)
     except Exception as exc:  # DCP raises on every rank, with every rank's failure
         raise CheckpointError(f"{storage.uri_of(name)}: writing the shards failed: {exc}") from exc
@@ -95,6 +96,8 @@ def load_shards(
     """Fill `target` (this rank's layout, e.g. a fresh FSDP model's sharded state) in place
     from the shards of folder `name`, whatever the world size that wrote them."""
     try:
+        import torch.distributed.checkpoint as dcp
+
         dcp.load(target, storage_reader=storage.dcp_reader(name), process_group=group)
     except Exception as exc:
         raise CheckpointError(f"{storage.uri_of(name)}: reading the shards failed: {exc}") from exc

@@ -31,15 +31,17 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load, load_file
-from torch.distributed.checkpoint import StorageReader, StorageWriter
 
 from trainforge.errors import CheckpointError, ObjectStoreError
 from trainforge.storage.objects import ObjectStore, open_object_store
+
+if TYPE_CHECKING:  # imported where used: DCP pulls in torch's tensor stack (0.6 s)
+    from torch.distributed.checkpoint import StorageReader, StorageWriter
 
 Check = Callable[[memoryview | bytes], None]
 
