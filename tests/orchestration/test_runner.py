@@ -246,3 +246,21 @@ def test_later_steps_take_the_object_produced_and_an_input_handed_on_is_not_stor
     assert outcome.refs["same"] == outcome.refs["frame"]
     assert puts == ["step 'numbers' output 'frame'", "step 'handed_on' output 'rows'",
                     "step 'is_same' output 'identical'"]
+
+
+def test_on_start_hears_of_the_pipeline_run_once_its_row_is_written(
+        sqlite_store: Store, values: ValueStore) -> None:
+    """What a tracked run names as its pipeline run (`drive` records it then) can be read."""
+    heard = []
+
+    def on_start(record) -> None:
+        stored = sqlite_store.get_pipeline_run(record.pipeline_run_id)
+        heard.append((stored.status, [a.state for a in sqlite_store.list_step_runs(
+            record.pipeline_run_id)]))
+
+    runner = _runner(sqlite_store, values)
+    outcome = runner.run(_dag(_step(rs.numbers, ["frame"])), on_start=on_start)
+    assert heard == [(PipelineRunStatus.RUNNING, [])]
+    runner.run(_dag(_step(rs.numbers, ["frame"])), resume=outcome.pipeline_run.pipeline_run_id,
+               on_start=on_start)
+    assert heard[1][0] is PipelineRunStatus.RUNNING

@@ -3,6 +3,7 @@ them (`runner`), with the value store, cache and step context they use."""
 
 from trainforge.orchestration.context import StepContext
 from trainforge.orchestration.dag import Dag, RetryPolicy, Step, StepFn, to_dot
+from trainforge.orchestration.driver import drive
 from trainforge.orchestration.runner import (
     InProcessRunner,
     PipelineOutcome,
@@ -33,6 +34,7 @@ __all__ = [
     "StepListener",
     "ValueRef",
     "ValueStore",
+    "drive",
     "run_dag",
     "step",
     "to_dot",

@@ -111,8 +111,8 @@ class Runner(Protocol):
 
     def run(self, dag: Dag, *, initial: Mapping[str, Any] | None = None,
             options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
-            resume: str | None = None,
-            pipeline_run_id: str | None = None) -> PipelineOutcome: ...
+            resume: str | None = None, pipeline_run_id: str | None = None,
+            on_start: Callable[[PipelineRun], None] | None = None) -> PipelineOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -167,13 +167,15 @@ class InProcessRunner:
 
     def run(self, dag: Dag, *, initial: Mapping[str, Any] | None = None,
             options: RunOptions | None = None, source: Mapping[str, Any] | None = None,
-            resume: str | None = None,
-            pipeline_run_id: str | None = None) -> PipelineOutcome:
+            resume: str | None = None, pipeline_run_id: str | None = None,
+            on_start: Callable[[PipelineRun], None] | None = None) -> PipelineOutcome:
         """Run `dag` as a new pipeline run (its id `pipeline_run_id`, or a new one), or
         continue the pipeline run `resume`: only the steps without stored outputs and those
-        downstream of them run. `PipelineFailed` naming the failed steps when one fails; the
-        steps that do not depend on it still run, unless it was preempted (`Preempted`): then
-        no step starts any more (those running finish), and a resume runs the rest."""
+        downstream of them run. `on_start` hears of the pipeline run once its row is written
+        (created, or running again), before any step starts. `PipelineFailed` naming the
+        failed steps when one fails; the steps that do not depend on it still run, unless it
+        was preempted (`Preempted`): then no step starts any more (those running finish), and
+        a resume runs the rest."""
         initial = dict(initial or {})
         missing = set(dag.initial) - set(initial)
         if missing:
@@ -189,6 +191,8 @@ class InProcessRunner:
             options = options or RunOptions.from_json(record.options)
             earlier = self.store.list_step_runs(resume)
             record = self.store.set_pipeline_run_status(resume, PipelineRunStatus.RUNNING)
+        if on_start is not None:
+            on_start(record)
         execution = _Execution(self, dag, record, options, initial, earlier)
         try:
             execution.run()

@@ -5,7 +5,7 @@ artifact root and value store; and resumed by its pipeline run id.
                      one) or a YAML file (`name`, `steps`, `max_parallel`, `retries`,
                      `backoff`, `retry_on`, `timeout`) → the DAG, and the source a resume
                      rebuilds it from
-    run_steps        the DAG through `InProcessRunner`, recording to a tracked run in the
+    run_steps        the DAG through `drive` (`InProcessRunner`), recording to a tracked run in the
                      experiment named after the pipeline, in the session it is given
     resume_steps     a pipeline run again, from its recorded source (the code as it is now)
 """
@@ -26,8 +26,8 @@ from trainforge.entities import Pipeline as PipelineRecord
 from trainforge.entities import PipelineRunStatus
 from trainforge.errors import ResumeRefused, SpecError
 from trainforge.orchestration.dag import Dag, RetryPolicy
+from trainforge.orchestration.driver import drive
 from trainforge.orchestration.runner import (
-    InProcessRunner,
     PipelineOutcome,
     RunOptions,
     StepListener,
@@ -38,7 +38,6 @@ from trainforge.orchestration.steps import (
     yaml_retry,
     yaml_seconds,
 )
-from trainforge.orchestration.values import value_store
 from trainforge.session import Session
 
 _YAML_KEYS = {"name", "steps", "max_parallel", "retries", "backoff", "retry_on", "timeout"}
@@ -124,15 +123,12 @@ def run_steps(dag: Dag, session: Session, *, options: RunOptions | None = None,
     pipeline_run_id = resume or uuid.uuid4().hex
     handle = open_run(dag.name, session, resume=run_id, pipeline_id=dag.name,
                       system=SystemRecord(pipeline_source=dict(source or {}),
-                                          pipeline_run=pipeline_run_id,
                                           process=process_record().process))
     if run_id is not None:
         handle.set_system(process_record())  # the process that continues it now
-    runner = InProcessRunner(store, value_store(session), recorder=handle,
-                             settings=session.settings, listener=listener)
     with handle:
-        return runner.run(dag, options=options, source=source, resume=resume,
-                          pipeline_run_id=pipeline_run_id)
+        return drive(dag, session, handle, source=source, resume=resume,
+                     pipeline_run_id=pipeline_run_id, options=options, listener=listener)
 
 
 def resume_steps(pipeline_run_id: str, session: Session, *,

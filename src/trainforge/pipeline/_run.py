@@ -4,7 +4,7 @@ DAG, and translate what went wrong into errors that name the run.
     plan_pipeline      spec file or object + overrides → checked spec, spec hash (no run yet)
     _run_to_resume     --resume RUN_ID (the same spec), or `resume: auto` matching the spec hash
     _open_run          a new run, the resumed one, or the one a multi-node job shares
-    execute            the DAG as one pipeline run of `InProcessRunner` (every step's state in
+    execute            the DAG as one pipeline run through `drive` (every step's state in
                        `step_runs`), or torchrun workers (`launch_pipeline`)
     _errors_of_run     `Preempted` → `RunPreempted`, `Pruned` → `RunPruned`, other trainforge
                        errors → `RunFailed`
@@ -38,7 +38,7 @@ from trainforge.errors import (
     TrainforgeError,
 )
 from trainforge.evaluate import EvalReport
-from trainforge.orchestration import Dag, InProcessRunner, Step, StepListener, value_store
+from trainforge.orchestration import Dag, Step, StepListener, drive
 from trainforge.orchestration.steps import StepDefinition, as_step
 from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
@@ -185,14 +185,10 @@ def execute_in_process(plan: PipelinePlan, session: Session,
     namespace, `pipeline_run`; given, that pipeline run continued): its values. A failed
     step's own error is raised when it is trainforge's (a preemption, a data error: what
     `_errors_of_run` translates), else `PipelineFailed` naming the step and its error."""
-    runner = InProcessRunner(session.store, value_store(session), recorder=handle,
-                             settings=session.settings, listener=listener)
-    pipeline_run_id = pipeline_run or uuid.uuid4().hex
-    handle.set_system(SystemRecord(pipeline_run=pipeline_run_id))
     try:
-        outcome = (runner.run(dag, resume=pipeline_run) if pipeline_run is not None else
-                   runner.run(dag, source=plan.source_record(),
-                              pipeline_run_id=pipeline_run_id))
+        outcome = (drive(dag, session, handle, resume=pipeline_run, listener=listener)
+                   if pipeline_run is not None else
+                   drive(dag, session, handle, source=plan.source_record(), listener=listener))
     except PipelineFailed as exc:
         failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
     else:
