@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,23 +27,14 @@ from trainforge.orchestration.executors import (
 from trainforge.orchestration.steps import StepOptions, make_step, step, steps_from_yaml
 from trainforge.orchestration.values import ValueRef
 from trainforge.session import Session
-from trainforge.storage import Store, open_store
+from trainforge.storage import Store
 from trainforge.storage.artifacts import open_artifact_store
-from trainforge.storage.objects import open_object_store
 from trainforge.tracking import open_run
 
 
-@pytest.fixture
-def sqlite_store(sqlite_url: str) -> Iterator[Store]:
-    opened = open_store(sqlite_url)
-    opened.upsert_pipeline(Pipeline("p", "p", {}))
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def values(tmp_path: Path) -> ValueStore:
-    return ValueStore(open_object_store(tmp_path / "values"))
+@pytest.fixture(autouse=True)
+def pipeline(sqlite_store: Store) -> None:
+    sqlite_store.upsert_pipeline(Pipeline("p", "p", {}))
 
 
 def _step(fn, outputs=(), **options):
