@@ -37,9 +37,9 @@ CHAIN = '''
 
 
     @step
-    def add(value: int, log: str = "executions.log", name: str = "") -> int:
+    def add(value: int, log: str = "executions.log", name: str = "", by: int = 1) -> int:
         Path(log).open("a").write(name + "\\n")
-        return value + 1
+        return value + by
 
 
     @step
@@ -74,7 +74,7 @@ STEPS_YAML = '''
         uses: chain:add
         inputs: {value: v1}
         outputs: [right]
-        params: {name: right}
+        params: {name: right, by: 5}  # a value of its own: content-addressed, equal ones are one
         retries: 2
         timeout: 120
       - name: join
@@ -150,7 +150,7 @@ def test_a_second_run_reuses_every_step_and_explains_why(project: Path) -> None:
     assert hit.stdout.startswith("hit: key ")
 
     (project / "chain.py").write_text(
-        (project / "chain.py").read_text().replace("return value + 1", "return value + 2"))
+        (project / "chain.py").read_text().replace("return value + by", "return value + by + 1"))
     third = json.loads(cli(project, "pipeline", "run", "steps.yaml", "--json").stdout)
     assert third["steps"] == {"first": "cached", "left": "succeeded", "right": "succeeded",
                               "join": "succeeded"}
