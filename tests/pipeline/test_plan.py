@@ -22,7 +22,7 @@ def test_a_spec_object_plans_like_its_file():
     assert from_object.source_record() == {"spec": {"path": None,
                                                      "overrides": ["training.epochs=2"]}}
     assert from_object.system_record().entries() == {
-        **from_object.source_record(),
+        **from_object.source_record(), "resolved_spec": from_file.spec.model_dump(mode="json"),
         "data": {"contract": from_file.spec.data.contract, "target": "is_fraud"}}
     assert from_file.system_record().entries()["spec"]["path"] == str(SPEC)
 

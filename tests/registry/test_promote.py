@@ -155,10 +155,12 @@ def test_a_move_not_allowed_is_refused_before_any_gate(store: SqlStore) -> None:
 
 
 def _declare(store: SqlStore, version: str, promotion: dict[str, object]) -> None:
-    """Make the version's run have recorded these promotion gates in its spec."""
+    """Make the version's run have recorded these promotion gates in its spec (the resolved
+    spec of its system entries: what the gates read)."""
     run = store.get_run(store.get_model_version(MODEL, version).run_id)
-    store.log_params(run.run_id, {"registry": {**run.params["registry"],
-                                               "promotion": promotion}})
+    spec = run.system["resolved_spec"]
+    store.set_system(run.run_id, {"resolved_spec": {
+        **spec, "registry": {**spec["registry"], "promotion": promotion}}})
 
 
 def test_slice_gap_and_export_parity_gates_read_the_runs_records(store: SqlStore) -> None:
@@ -178,6 +180,15 @@ def test_slice_gap_and_export_parity_gates_read_the_runs_records(store: SqlStore
     done = _promote(store, "1", S.CANARY, reason="slices even, export checked")
     assert {g["gate"]: g["passed"] for g in done.gate_report} == {
         "threshold:test_roc_auc": True, "max_slice_gap:roc_auc": True, "export_parity": True}
+
+
+def test_gates_are_read_from_what_the_run_recorded_not_from_params_logged_over_it(
+        store: SqlStore) -> None:
+    run = store.get_run(store.get_model_version(MODEL, "1").run_id)
+    store.log_params(run.run_id, {"registry": {**run.params["registry"], "promotion": {
+        "max_slice_gap": [{"metric": "roc_auc", "max": 0.1}], "export_parity": True}}})
+    done = _promote(store, "1", S.CANARY, reason="the spec it ran declares no such gates")
+    assert {g["gate"] for g in done.gate_report} == {"threshold:test_roc_auc"}
 
 
 def test_staging_from_none_rechecks_the_thresholds(store: SqlStore) -> None:

@@ -246,8 +246,9 @@ def test_downgrade_to_0009_drops_only_the_outbox(db_url: str) -> None:
 
 
 def test_a_database_at_0010_upgrades_recording_each_runs_data_entry(db_url: str) -> None:
-    """Export and serving read a run's data contract and target from its system entries;
-    runs recorded before have them filled in from their recorded spec, nothing else."""
+    """Export and serving read a run's data contract and target from its system entries, a
+    resume and the promotion gates its resolved spec; runs recorded before have them filled
+    in from their recorded spec (params), nothing else."""
     _at_revision(db_url, "0010")
     engine = db.make_engine(db_url)
     params = {"r1": {"data": {"source": "d/*.parquet", "target": "is_fraud",
@@ -255,7 +256,9 @@ def test_a_database_at_0010_upgrades_recording_each_runs_data_entry(db_url: str)
               "r2": {"data": {"target": "label"}},
               "r3": {"lr": 0.1},  # not a pipeline run
               "r4": {"data": {"target": "old"}}}
-    system = {"r4": {"data": {"contract": None, "target": "kept"}}, "r1": {"job": "j"}}
+    spec = {"path": "/p/pipeline.yaml", "overrides": []}
+    system = {"r4": {"data": {"contract": None, "target": "kept"}},
+              "r1": {"job": "j", "spec": spec}}
     try:
         with engine.begin() as connection:
             connection.execute(text(
@@ -273,7 +276,8 @@ def test_a_database_at_0010_upgrades_recording_each_runs_data_entry(db_url: str)
     store = SqlStore(db_url)
     try:
         assert store.get_run("r1").system == {
-            "job": "j", "data": {"contract": "/p/contract.yaml", "target": "is_fraud"}}
+            "job": "j", "data": {"contract": "/p/contract.yaml", "target": "is_fraud"},
+            "spec": spec, "resolved_spec": params["r1"]}
         assert store.get_run("r2").system == {"data": {"contract": None, "target": "label"}}
         assert store.get_run("r3").system == {}
         assert store.get_run("r4").system == {"data": {"contract": None, "target": "kept"}}

@@ -11,7 +11,7 @@ def test_tracking_exports_are_pinned():
         "RunHandle", "RunRecorder", "SpecEntry", "SystemRecord", "TuningEntry",
         "active_run", "capture_environment", "collect_crashed_runs", "compare_runs",
         "comparison", "default_store", "get_metric_history", "get_run", "git_state",
-        "is_alive", "open_run", "parse_filter", "parse_sort", "process_record",
+        "is_alive", "open_run", "parse_filter", "parse_sort", "process_record", "recorded_spec_of",
         "replay_in_background", "replay_spills", "search_runs", "start_run", "system_of",
         "where_running"]
 

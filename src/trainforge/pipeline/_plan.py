@@ -74,15 +74,17 @@ class PipelinePlan:
     def source_record(self) -> dict[str, Any]:
         """What the pipeline run was started from (its `source`): the spec file and
         overrides, by which `trainforge resume` starts it again."""
-        return {"spec": self.system_record().entries()["spec"]}
+        return {"spec": {"path": None if self.source is None else str(self.source),
+                         "overrides": [redact_argument(o) for o in self.overrides]}}
 
     def system_record(self) -> SystemRecord:
-        """The `spec` and `data` entries of the run's system namespace: what it was started
-        from, and what its model checks records against."""
+        """The `spec`, `resolved_spec` and `data` entries of the run's system namespace: what
+        it was started from, the spec that resolved to, and what its model checks records
+        against."""
         data = self.spec.data
         return SystemRecord(
-            spec=SpecEntry(path=None if self.source is None else str(self.source),
-                           overrides=[redact_argument(o) for o in self.overrides]),
+            spec=SpecEntry(**self.source_record()["spec"]),
+            resolved_spec=self.spec.model_dump(mode="json"),
             data=DataEntry(contract=data.contract, target=data.target))
 
 

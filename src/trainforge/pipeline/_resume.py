@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.config import CheckpointSpec, PipelineSpec, flatten_paths, recorded_spec
+from trainforge.config import CheckpointSpec, PipelineSpec, flatten_paths
 from trainforge.entities import Run, RunStatus
 from trainforge.errors import ResumeRefused
 from trainforge.pipeline._identity import spec_hash
@@ -36,6 +36,7 @@ from trainforge.tracking import (
     CheckpointEntry,
     SystemRecord,
     is_alive,
+    recorded_spec_of,
     system_of,
     where_running,
 )
@@ -96,8 +97,9 @@ def check_same_spec(run: Run, given: PipelineSpec, *, allow_neutral: bool) -> li
     """The changes from `run`'s recorded spec (read with today's schema) to `given`, when a
     resume may make them: none, or (with `allow_neutral`) only changes that keep the spec
     hash. `ResumeRefused` listing them otherwise."""
-    recorded = recorded_spec(run.params)
-    changes = spec_changes(recorded.model_dump(mode="json") if recorded else run.params,
+    recorded = recorded_spec_of(run)
+    changes = spec_changes(recorded.model_dump(mode="json") if recorded
+                           else system_of(run).resolved_spec or {},
                            given.model_dump(mode="json"))
     neutral = recorded is not None and spec_hash(recorded) == spec_hash(given)
     if not changes or (neutral and allow_neutral):

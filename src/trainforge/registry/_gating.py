@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from trainforge.config import PipelineSpec, recorded_spec
+from trainforge.config import PipelineSpec
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import ArtifactError, TrainforgeError
 from trainforge.export import REPORT_ARTIFACT
@@ -27,6 +27,7 @@ from trainforge.registry._promotion import (
     slice_gap_gate,
     threshold_gates,
 )
+from trainforge.tracking import recorded_spec_of
 
 if TYPE_CHECKING:
 
@@ -45,7 +46,7 @@ def measure_gates(
     if not kinds:
         return []
     run = runs.get_run(candidate.run_id)
-    spec = recorded_spec(run.params)
+    spec = recorded_spec_of(run)
     if spec is None:
         return [GateOutcome("spec", False, f"run {run.run_id}'s recorded spec no longer "
                             "validates: its gates cannot be read")]
@@ -90,7 +91,7 @@ def _rescored_pair(
     from trainforge.train import load_stored_model
 
     frame = load_golden_set(artifacts, candidate.run_id)
-    production_spec = recorded_spec(runs.get_run(production.run_id).params)
+    production_spec = recorded_spec_of(runs.get_run(production.run_id))
     production_evaluation = (production_spec or spec).evaluation
     ours = rescore(load_stored_model(artifacts, candidate.run_id), frame, spec.data,
                    spec.evaluation)

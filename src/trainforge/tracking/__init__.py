@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         SpecEntry,
         SystemRecord,
         TuningEntry,
+        recorded_spec_of,
         system_of,
     )
 
@@ -79,6 +80,7 @@ _EXPORTS = {
     "SystemRecord": "trainforge.tracking._system",
     "TuningEntry": "trainforge.tracking._system",
     "system_of": "trainforge.tracking._system",
+    "recorded_spec_of": "trainforge.tracking._system",
     "parse_filter": "trainforge.storage.query",
     "parse_sort": "trainforge.storage.query",
     "process_record": "trainforge.tracking._liveness",
@@ -119,6 +121,7 @@ __all__ = [
     "parse_filter",
     "parse_sort",
     "process_record",
+    "recorded_spec_of",
     "replay_in_background",
     "replay_spills",
     "search_runs",

@@ -7,6 +7,9 @@ One model, `SystemRecord`, and one writer per entry:
 
     process          where the run's process is           tracking.process_record
     spec             the spec file and overrides run      pipeline's PipelinePlan.system_record
+    resolved_spec    the spec they resolved to (secrets   PipelinePlan.system_record
+                     masked): what a resume compares,
+                     what promotion gates read
     data             the data contract and target         PipelinePlan.system_record
     checkpoint       location and policy (no credentials) pipeline.checkpoint_record
     job              a multi-node job's key               the store's reopen_run, or the run's
@@ -26,11 +29,14 @@ entry a later version added is kept in the row and not read.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from trainforge.entities import Run
+
+if TYPE_CHECKING:
+    from trainforge.config import PipelineSpec
 
 
 class _Entry(BaseModel):
@@ -102,6 +108,7 @@ class SystemRecord(BaseModel):
 
     process: ProcessEntry | None = None
     spec: SpecEntry | None = None
+    resolved_spec: dict[str, Any] | None = None
     data: DataEntry | None = None
     checkpoint: CheckpointEntry | None = None
     job: str | None = None
@@ -128,3 +135,12 @@ class SystemRecord(BaseModel):
 def system_of(run: Run) -> SystemRecord:
     """`run`'s system entries as recorded."""
     return SystemRecord.model_validate(run.system)
+
+
+def recorded_spec_of(run: Run) -> PipelineSpec | None:
+    """The spec `run` resolved and recorded for itself, read with today's schema (fields
+    added since take their defaults); None when it recorded none or it no longer validates."""
+    from trainforge.config import recorded_spec  # the spec's models, only when read
+
+    resolved = system_of(run).resolved_spec
+    return recorded_spec(resolved) if resolved else None

@@ -1,6 +1,10 @@
-"""The `data` entry of `runs.system` (the data contract file and target column a run's model
-checks records against: what export and serving read), filled in for runs recorded before
-it from their recorded spec (`params.data`), so no decision reads user params.
+"""What trainforge decides by, recorded apart from user params, filled in for the runs
+recorded before from their params (the resolved spec a pipeline run logged there):
+
+- the `data` entry of `runs.system`: the data contract file and target column a run's model
+  checks records against (what export and serving read);
+- `system.resolved_spec`: the resolved spec (what a resume compares and promotion gates
+  read), for the runs with a `spec` entry (pipeline runs).
 
 Downgrading leaves the entry in place: older versions do not read it.
 
@@ -34,15 +38,26 @@ def upgrade() -> None:
     connection = op.get_bind()
     for run_id, params, system in connection.execute(
             sa.select(runs.c.run_id, runs.c.params, runs.c.system)).all():
-        data = (params or {}).get("data")
-        if (system or {}).get("data") is not None or not isinstance(data, dict) \
-                or not isinstance(data.get("target"), str):
-            continue
-        contract = data.get("contract")
-        entry = {"contract": contract if isinstance(contract, str) else None,
-                 "target": data["target"]}
-        connection.execute(runs.update().where(runs.c.run_id == run_id)
-                           .values(system={**(system or {}), "data": entry}))
+        added = {**_data_entry(params or {}, system or {}),
+                 **_resolved_spec(params or {}, system or {})}
+        if added:
+            connection.execute(runs.update().where(runs.c.run_id == run_id)
+                               .values(system={**(system or {}), **added}))
+
+
+def _data_entry(params: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    data = params.get("data")
+    if "data" in system or not isinstance(data, dict) or not isinstance(data.get("target"), str):
+        return {}
+    contract = data.get("contract")
+    return {"data": {"contract": contract if isinstance(contract, str) else None,
+                     "target": data["target"]}}
+
+
+def _resolved_spec(params: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    if "spec" not in system or "resolved_spec" in system or not params:
+        return {}
+    return {"resolved_spec": params}
 
 
 def downgrade() -> None:
