@@ -4,8 +4,9 @@ environment or holds process-wide state for a run.
     settings     where things live (`Settings`: home, database URL, artifact root)
     store        the SQL store of the settings' database
     artifacts    the artifact store under the settings' artifact root
-    credentials  storage options by location (`Credentials`): a spec's for its data source
-                 and checkpoint location, given by the entry point that holds the spec; never
+    credentials  storage options by location (`Credentials`): the credentials file's
+                 (`TRAINFORGE_CREDENTIALS`), and a spec's for its data source and checkpoint
+                 location over them, given by the entry point that holds the spec; never
                  recorded
 
 Entry points open one (`Session.open`): `run_pipeline` and the CLI's commands that run a
@@ -42,8 +43,13 @@ class Session:
              artifacts: ArtifactStore | None = None,
              credentials: Credentials | None = None) -> Session:
         """A session of `settings` (default: the environment's, read here, at the entry
-        point); what is not given is opened from them on first use."""
-        return cls(settings or Settings.from_env(), store, artifacts, credentials)
+        point); what is not given is opened from them on first use. Its credentials are
+        those of the settings' credentials file (`TRAINFORGE_CREDENTIALS`), with
+        `credentials` over them; `SpecError` naming the file when it does not read."""
+        settings = settings or Settings.from_env()
+        given = (Credentials.from_file(settings.credentials_file)
+                 if settings.credentials_file is not None else Credentials())
+        return cls(settings, store, artifacts, given.merged(credentials or Credentials()))
 
     @property
     def store(self) -> Store:

@@ -64,3 +64,28 @@ def test_a_spec_naming_another_location_or_none_is_refused(run_on_s3, fraud_proj
 
     missing = invoke("gc", run_id, "--spec", str(fraud_project / "nope.yaml"))
     assert missing.exit_code == 2 and "nope.yaml" in missing.output
+
+
+def test_the_credentials_file_opens_a_location_without_the_spec(
+        run_on_s3, s3_options: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A team keeps its storage options in one file (TRAINFORGE_CREDENTIALS), by location:
+    the run's checkpoints are listed and pruned without its spec."""
+    run_id, _, location = run_on_s3
+    bucket_root = location.rsplit("/", 2)[0]  # s3://bucket: the run's location lies under it
+    credentials = tmp_path / "credentials.yaml"
+    credentials.write_text(yaml.safe_dump({"locations": {bucket_root: s3_options}}))
+    monkeypatch.setenv("TRAINFORGE_CREDENTIALS", str(credentials))
+    listed = invoke("list", run_id, "--json")
+    assert listed.exit_code == 0, listed.output
+    steps = [c["step"] for c in json.loads(listed.stdout)]
+    assert len(steps) == 2
+    pruned = invoke("gc", run_id, "--keep-last", "1", "--json")
+    assert [d["step"] for d in json.loads(pruned.stdout)] == steps[:1]
+
+    credentials.write_text(yaml.safe_dump({"locations": {bucket_root: "key=AKIA"}}))
+    broken = invoke("list", run_id)
+    assert broken.exit_code == 2
+    assert f"{credentials}: locations.{bucket_root}: expected a mapping of storage " \
+        "options" in broken.output
+    assert "AKIA" not in broken.output

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
+
 from trainforge.config import Credentials, load_spec
 
 A = {"key": "a-key", "secret": "a-secret", "client_kwargs": {"endpoint_url": "http://a:9000"}}
@@ -61,3 +63,28 @@ def test_a_spec_gives_its_data_sources_and_checkpoint_locations_options(tmp_path
                                                                     "secret": "a-secret"}
     assert credentials.options_for("s3://ckpt/team/run-1/step-0000000010") == B
     assert credentials.options_for("s3://data/other.parquet") is None
+
+
+def test_a_credentials_file_gives_options_by_location(tmp_path) -> None:
+    path = tmp_path / "credentials.yaml"
+    path.write_text("locations:\n  s3://team:\n    key: a-key\n    secret: a-secret\n")
+    assert Credentials.from_file(path).options_for("s3://team/ckpt/run") == {
+        "key": "a-key", "secret": "a-secret"}
+
+
+def test_a_bad_credentials_file_is_refused_naming_it_and_the_entry(tmp_path) -> None:
+    from trainforge.errors import SpecError
+
+    path = tmp_path / "credentials.yaml"
+    for text, problem in (
+            ("s3://team: {key: k}\n", "expected a mapping with `locations:`"),
+            ("locations: [s3://team]\n", "expected a mapping with `locations:`"),
+            ("locations:\n  s3://team: k\n", "locations.s3://team: expected a mapping of "
+                                             "storage options"),
+            ("locations: {a: [}\n", "is not valid YAML")):
+        path.write_text(text)
+        with pytest.raises(SpecError) as refused:
+            Credentials.from_file(path)
+        assert str(path) in str(refused.value) and problem in str(refused.value), text
+    with pytest.raises(SpecError, match="the credentials file cannot be read"):
+        Credentials.from_file(tmp_path / "missing.yaml")

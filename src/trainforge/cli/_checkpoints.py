@@ -107,14 +107,19 @@ def checkpoints_gc(
 
 
 def _storage_options(spec: Path | None, run: Run) -> dict[str, Any] | None:
-    """The storage options SPEC gives for the run's checkpoint location (None: no --spec, the
-    environment's credentials); a spec that does not load exits 2 naming the problem."""
-    if spec is None:
-        return None
+    """The storage options SPEC gives for the run's checkpoint location; without --spec,
+    those the credentials file (`TRAINFORGE_CREDENTIALS`) gives for it (None: none, the
+    environment's credentials). A spec or credentials file that does not load exits 2
+    naming the problem."""
     from trainforge.config import load_spec
     from trainforge.pipeline import spec_storage_options
+    from trainforge.tracking import system_of
 
     try:
+        if spec is None:
+            recorded = system_of(run).checkpoint
+            credentials = _context.session(create=False).credentials
+            return credentials.options_for(recorded.location) if recorded else None
         loaded = load_spec(spec)
     except SpecError as exc:
         _render.fail(str(exc), 2)

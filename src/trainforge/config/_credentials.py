@@ -3,9 +3,18 @@
 Storage options may hold secrets (`key`, `secret`, a token) and name a deployment (an
 endpoint), so they are never recorded: a stored value names its location and the options'
 names only, and the process decoding it looks its options up here. An entry point fills the
-provider from what it was given (a spec's `data.storage_options` for `data.source`, its
-`training.checkpoint.storage_options` for `training.checkpoint.location`); a location with no
-entry opens with none, where fsspec reads the environment (`AWS_*`) itself.
+provider from what it was given: the file `TRAINFORGE_CREDENTIALS` names (`from_file`), and a
+spec's `data.storage_options` for `data.source` and `training.checkpoint.storage_options` for
+`training.checkpoint.location`, over it; a location with no entry opens with none, where
+fsspec reads the environment (`AWS_*`) itself.
+
+The file (keep it readable by its owner only):
+
+    locations:
+      s3://team-bucket/checkpoints:
+        key: AKIA...
+        secret: ...
+        client_kwargs: {endpoint_url: "http://minio:9000"}
 
 A lookup takes the entry of the location itself, else that of the longest entry the location
 lies under (`s3://bucket/ckpt` covers `s3://bucket/ckpt/<run>/step-10`).
@@ -14,7 +23,10 @@ lies under (`s3://bucket/ckpt` covers `s3://bucket/ckpt/<run>/step-10`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from trainforge.errors import SpecError
 
 
 class Credentials:
@@ -24,6 +36,30 @@ class Credentials:
     def __init__(self, by_location: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self._by_location = {location: dict(options)
                              for location, options in (by_location or {}).items()}
+
+    @classmethod
+    def from_file(cls, path: Path) -> Credentials:
+        """The storage options of a credentials file's `locations`; `SpecError` naming the
+        file and the entry that is not a location with a mapping of options."""
+        import yaml
+
+        try:
+            document = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise SpecError([f"{path}: the credentials file cannot be read: {exc}"]) from exc
+        except yaml.YAMLError as exc:
+            raise SpecError([f"{path}: is not valid YAML: {exc}"]) from exc
+        locations = document.get("locations") if isinstance(document, dict) else None
+        if not isinstance(document, dict) or set(document) != {"locations"} \
+                or not isinstance(locations, dict):
+            raise SpecError([f"{path}: expected a mapping with `locations:` (location -> "
+                             "storage options) and nothing else"])
+        problems = [f"{path}: locations.{location}: expected a mapping of storage options"
+                    for location, options in locations.items()
+                    if not isinstance(location, str) or not isinstance(options, dict)]
+        if problems:
+            raise SpecError(problems)
+        return cls(locations)
 
     def options_for(self, location: str) -> dict[str, Any] | None:
         """The options `location` opens with, or None when none were given for it."""

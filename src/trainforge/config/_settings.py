@@ -9,14 +9,17 @@ without a store) call `Settings.from_env()`; nothing below them reads the enviro
                           (default: `<home>/artifacts`)
     TRAINFORGE_USER       who acts, as the model registry's stage history records it
                           (default: the operating system's user name)
+    TRAINFORGE_CREDENTIALS  a YAML file of storage options by location (`Credentials.from_file`),
+                          which a session opens those locations with (default: none)
 
 The database URL may hold a password, so it is a `SecretUrl`: its repr and `str()` are masked,
 and `database_url_shown` renders it with the password hidden. `Settings` is a plain frozen
 dataclass (four strings read from the environment need no pydantic model, and every CLI call
 builds one before anything else). Object-store credentials
-never appear here: fsspec reads them from its own configuration or the environment (for S3,
-`AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or a profile, and `AWS_ENDPOINT_URL` for an
-S3-compatible server such as MinIO).
+never appear here, only the path of a credentials file: fsspec reads them from its own
+configuration or the environment (for S3, `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or a
+profile, and `AWS_ENDPOINT_URL` for an S3-compatible server such as MinIO), and a session
+from that file (`Credentials.from_file`) or a spec.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class Settings:
     database_url: SecretUrl
     artifact_root: str
     user: str = ""
+    credentials_file: Path | None = None
 
     @classmethod
     def from_env(
@@ -77,6 +81,8 @@ class Settings:
                 env.get("TRAINFORGE_DB") or f"sqlite:///{home / 'trainforge.db'}"),
             artifact_root=env.get("TRAINFORGE_ARTIFACTS") or str(home / "artifacts"),
             user=env.get("TRAINFORGE_USER") or _os_user(),
+            credentials_file=Path(env["TRAINFORGE_CREDENTIALS"])
+            if env.get("TRAINFORGE_CREDENTIALS") else None,
         )
 
     @property

@@ -130,7 +130,8 @@ def _storage_errors(run: Run) -> Iterator[None]:
         raise CheckpointError(
             f"run {run.run_id}: cannot read its checkpoints at {_location(run)}: "
             f"{type(exc).__name__}: {exc} (credentials that only the run's spec holds are "
-            "given with --spec SPEC)") from exc
+            "given with --spec SPEC, or for the location in the TRAINFORGE_CREDENTIALS "
+            "file)") from exc
 
 
 def _records(
