@@ -63,6 +63,9 @@ def test_a_spec_gives_its_data_sources_and_checkpoint_locations_options(tmp_path
                                                                     "secret": "a-secret"}
     assert credentials.options_for("s3://ckpt/team/run-1/step-0000000010") == B
     assert credentials.options_for("s3://data/other.parquet") is None
+    spec_path.write_text(spec_path.read_text().replace(
+        "  storage_options: {key: a-key, secret: a-secret}\n", ""))
+    assert load_spec(spec_path).credentials().locations() == ["s3://ckpt/team"]
 
 
 def test_a_credentials_file_gives_options_by_location(tmp_path) -> None:

@@ -116,8 +116,11 @@ class PipelineSpec(_Section):
 
     def credentials(self) -> Credentials:
         """The storage options this spec gives, by location: `data.storage_options` for
-        `data.source`, `training.checkpoint.storage_options` for its `location`."""
-        given = {self.data.source: self.data.fsspec_options()}
+        `data.source`, `training.checkpoint.storage_options` for its `location` (none where
+        it gives none, so those of a credentials file still apply)."""
+        given = {}
+        if self.data.storage_options:
+            given[self.data.source] = self.data.fsspec_options()
         checkpoint = self.training.checkpoint
         if checkpoint.location and checkpoint.storage_options:
             given[checkpoint.location] = checkpoint.fsspec_options()
