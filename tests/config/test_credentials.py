@@ -84,10 +84,11 @@ def test_a_bad_credentials_file_is_refused_naming_it_and_the_entry(tmp_path) -> 
             ("locations: [s3://team]\n", "expected a mapping with `locations:`"),
             ("locations:\n  s3://team: k\n", "locations.s3://team: expected a mapping of "
                                              "storage options"),
-            ("locations: {a: [}\n", "is not valid YAML")):
+            ("locations: {a: [}\n", "malformed YAML"),
+            ("- s3://team\n", "expected a mapping of keys at the top level")):
         path.write_text(text)
         with pytest.raises(SpecError) as refused:
             Credentials.from_file(path)
         assert str(path) in str(refused.value) and problem in str(refused.value), text
-    with pytest.raises(SpecError, match="the credentials file cannot be read"):
+    with pytest.raises(SpecError, match="missing.yaml: file not found"):
         Credentials.from_file(tmp_path / "missing.yaml")

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from trainforge.config._loading import read_yaml_mapping
 from trainforge.errors import SpecError
 
 
@@ -41,17 +42,9 @@ class Credentials:
     def from_file(cls, path: Path) -> Credentials:
         """The storage options of a credentials file's `locations`; `SpecError` naming the
         file and the entry that is not a location with a mapping of options."""
-        import yaml
-
-        try:
-            document = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SpecError([f"{path}: the credentials file cannot be read: {exc}"]) from exc
-        except yaml.YAMLError as exc:
-            raise SpecError([f"{path}: is not valid YAML: {exc}"]) from exc
-        locations = document.get("locations") if isinstance(document, dict) else None
-        if not isinstance(document, dict) or set(document) != {"locations"} \
-                or not isinstance(locations, dict):
+        document = read_yaml_mapping(path)
+        locations = document.get("locations")
+        if set(document) != {"locations"} or not isinstance(locations, dict):
             raise SpecError([f"{path}: expected a mapping with `locations:` (location -> "
                              "storage options) and nothing else"])
         problems = [f"{path}: locations.{location}: expected a mapping of storage options"
