@@ -31,7 +31,7 @@ def test_a_lookup_hands_out_a_copy() -> None:
 
 def test_providers_are_combined_into_new_ones() -> None:
     base = Credentials({"s3://bucket": A})
-    given = base.with_options("s3://bucket", B)
+    given = base.merged(Credentials({"s3://bucket": B}))
     assert given.options_for("s3://bucket") == B and base.options_for("s3://bucket") == A
     merged = base.merged(Credentials({"s3://other": B}))
     assert merged.locations() == ["s3://bucket", "s3://other"]

@@ -31,8 +31,8 @@ from trainforge.errors import SpecError
 
 
 class Credentials:
-    """Storage options by location; never changed once made (`with_options` and `merged`
-    return another provider), and picklable, so a step run in a spawned process gets them."""
+    """Storage options by location; never changed once made (`merged` returns another
+    provider), and picklable, so a step run in a spawned process gets them."""
 
     def __init__(self, by_location: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self._by_location = {location: dict(options)
@@ -62,10 +62,6 @@ class Credentials:
                         if location.startswith(entry.rstrip("/") + "/")]
             found = self._by_location[max(covering, key=len)] if covering else None
         return None if found is None else dict(found)
-
-    def with_options(self, location: str, options: Mapping[str, Any]) -> Credentials:
-        """These credentials, and `options` for `location` (replacing any it had)."""
-        return Credentials({**self._by_location, location: options})
 
     def merged(self, other: Credentials) -> Credentials:
         """These credentials with `other`'s entries over them."""

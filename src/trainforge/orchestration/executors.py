@@ -67,16 +67,20 @@ class StepCall:
     held: Mapping[str, Any] = field(default_factory=dict)  # inputs in the runner's memory
     recorder: RunRecorder | None = None
 
-    def stored_inputs(self, where: str) -> dict[str, dict[str, Any]]:
-        """The inputs' references as JSON, for a step run `where`; `SpecError` naming an
-        input held in memory only (it cannot travel) and a function defined where a process
-        cannot import it."""
-        importable(self.step)
+    def isolated(self, where: str) -> IsolatedCall:
+        """This call as another process runs it (names and references only), for a step run
+        `where`; `SpecError` naming a function defined where a process cannot import it, or
+        an input held in memory only (it cannot travel)."""
+        module, qualname = importable(self.step)
         memory = [name for name, ref in self.inputs.items() if ref is None]
         if memory:
             raise SpecError([f"step {self.step.name!r}: {where}, and its input {memory[0]!r} "
                              "is held in memory (no codec stores it)"])
-        return {name: ref.to_json() for name, ref in self.inputs.items() if ref is not None}
+        return IsolatedCall(self.step, module, qualname,
+                            {name: ref.to_json() for name, ref in self.inputs.items()
+                             if ref is not None},
+                            self.values, self.pipeline_run_id, self.attempt, self.run_id,
+                            self.settings)
 
 
 @dataclass(frozen=True)
@@ -123,12 +127,8 @@ class ProcessExecutor:
 
     def execute(self, call: StepCall) -> Produced:
         assert call.timeout_s is not None, "the runner gives this executor timed steps"
-        inputs = call.stored_inputs("timeout: a step with a timeout runs in a process of its own")
-        module, qualname = importable(call.step)
-        refs = run_isolated(IsolatedCall(
-            call.step, module, qualname, inputs, call.values, call.pipeline_run_id,
-            call.attempt, call.run_id, call.settings), call.timeout_s)
-        return Produced(refs)
+        isolated = call.isolated("timeout: a step with a timeout runs in a process of its own")
+        return Produced(run_isolated(isolated, call.timeout_s))
 
 
 class TorchrunExecutor:
@@ -142,14 +142,9 @@ class TorchrunExecutor:
         self.processes = processes
 
     def execute(self, call: StepCall) -> Produced:
-        inputs = call.stored_inputs(f"resources.processes: {self.processes} runs it under "
-                                    "torchrun")
-        module, qualname = importable(call.step)
+        isolated = call.isolated(f"resources.processes: {self.processes} runs it under torchrun")
         with tempfile.TemporaryDirectory(prefix=f"trainforge-{call.step.name}-") as folder:
             work = Path(folder)
-            isolated = IsolatedCall(call.step, module, qualname, inputs, call.values,
-                                    call.pipeline_run_id, call.attempt, call.run_id,
-                                    call.settings)
             (work / "call.pkl").write_bytes(pickle.dumps(isolated))
             exit_code = self._torchrun(work, call)
             result = work / "result.json"

@@ -122,8 +122,7 @@ class SystemRecord(BaseModel):
 
     def entries(self) -> dict[str, Any]:
         """The entries recorded (not None), as the stored JSON holds them."""
-        dumped = self.model_dump(mode="json")
-        return {name: value.stored() if isinstance(value, _Entry) else dumped[name]
+        return {name: value.stored() if isinstance(value, _Entry) else value
                 for name in type(self).model_fields
                 if (value := getattr(self, name)) is not None}
 
