@@ -30,7 +30,7 @@ from trainforge.pipeline import (
     plan_pipeline,
 )
 from trainforge.pipeline._distributed import job_pipeline_run_id, job_run_id
-from trainforge.pipeline._run import run_tracked
+from trainforge.pipeline._run import tracked_run
 from trainforge.registry import GateResult
 from trainforge.session import Session
 from trainforge.train.checkpoint import CheckpointManager
@@ -175,34 +175,42 @@ RANK0_VALUES = {"evaluation": EvalReport("test", {"roc_auc": 0.9}, 100),
                 "gate": GateResult(passed=True, failures=()), "model_version": None}
 
 
-@pytest.mark.parametrize("creator_runs_rank0", [True, False], ids=["creator", "joiner"])
-def test_the_launchers_of_a_job_share_one_run_that_rank0s_launcher_ends(
-    fraud_project, creator_runs_rank0
+def launcher(plan, body, **options):
+    """A launcher's part in a job: `body(tracked)` returns the DAG's values (this launcher
+    reports the run) or None (it leaves the run to the one that does)."""
+    with tracked_run(plan, Session.open(), **options) as tracked:
+        values = body(tracked)
+        if values is None:
+            tracked.leave()
+            return None
+    return tracked.result(values)
+
+
+@pytest.mark.parametrize("creator_reports", [True, False], ids=["creator", "joiner"])
+def test_the_launchers_of_a_job_share_one_run_that_the_reporting_launcher_ends(
+    fraud_project, creator_reports
 ):
     """Two launchers in one process: the second starts while the first's workers run."""
     plan, run_id = plan_pipeline(fraud_project / "pipeline.yaml"), "a" * 32
     joiner, status_after_joiner = [], []
 
-    def launcher(execute):
-        return run_tracked(plan, Session.open(), execute=execute, run_id=run_id)
-
-    def creator(handle, dag):
-        joiner.append(launcher(join))
+    def creator(tracked):
+        joiner.append(launcher(plan, join, run_id=run_id))
         status_after_joiner.append(home_store().get_run(run_id).status)
-        return RANK0_VALUES if creator_runs_rank0 else None
+        return RANK0_VALUES if creator_reports else None
 
-    def join(handle, dag):
-        return None if creator_runs_rank0 else RANK0_VALUES
+    def join(tracked):
+        return None if creator_reports else RANK0_VALUES
 
-    results = [launcher(creator), *joiner]
-    reporter, other = results if creator_runs_rank0 else results[::-1]
+    results = [launcher(plan, creator, run_id=run_id), *joiner]
+    reporter, other = results if creator_reports else results[::-1]
     assert other is None and reporter.run.run_id == run_id
     assert status_after_joiner == [
-        RunStatus.RUNNING if creator_runs_rank0 else RunStatus.COMPLETED]
+        RunStatus.RUNNING if creator_reports else RunStatus.COMPLETED]
     [run] = home_store().list_runs().items
     assert run.run_id == run_id and run.status is RunStatus.COMPLETED
     with pytest.raises(Conflict, match=r"has ended \(completed\); a new multi-node job needs"):
-        launcher(join)
+        launcher(plan, join, run_id=run_id)
 
 
 @pytest.mark.parametrize("how", ["--resume", "auto"])
@@ -214,8 +222,7 @@ def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_
     plan = plan_pipeline(fraud_project / "pipeline.yaml",
                          ["training.checkpoint.resume=auto"] if how == "auto" else [])
     store = home_store()
-    stopped = run_tracked(plan, Session.open(),
-                          execute=lambda handle, dag: RANK0_VALUES)
+    stopped = launcher(plan, lambda tracked: RANK0_VALUES)
     run_id = stopped.run.run_id
     store.end_run(run_id, RunStatus.FAILED, error="node lost")
     location = store.get_run(run_id).system["checkpoint"]["location"]
@@ -223,17 +230,14 @@ def test_the_launchers_of_a_job_resume_one_run_the_first_reopens_and_the_others_
         checkpoints.save(10, {"step": 10}, blocking=True)
     job = "127.0.0.1:29500/job-2"
     joined: list = []
+    options = {"job": job, "resume": run_id if how == "--resume" else None, "run_id": "b" * 32}
 
-    def launcher(execute):
-        return run_tracked(plan, Session.open(), execute=execute, job=job,
-                           resume=run_id if how == "--resume" else None, run_id="b" * 32)
-
-    def first(handle, dag):
-        assert store.get_run(handle.run_id).system["job"] == job
-        joined.append(launcher(lambda handle, dag: None))  # this node did not run rank 0
+    def first(tracked):
+        assert store.get_run(tracked.handle.run_id).system["job"] == job
+        joined.append(launcher(plan, lambda tracked: None, **options))  # not the reporter
         return RANK0_VALUES
 
-    reporter = launcher(first)
+    reporter = launcher(plan, first, **options)
     assert reporter.run.run_id == run_id and joined == [None]
     [run] = store.list_runs().items
     assert run.status is RunStatus.COMPLETED and run.error is None
@@ -297,12 +301,13 @@ def test_two_nodes_run_the_data_steps_once_and_the_leader_reports_rank0s_model(f
     assert tally.read_text() == "ran\n"  # the spec's step, once for the job
     pipeline_run = run.system["pipeline_run"]
     assert pipeline_run == job_pipeline_run_id(launch, run.run_id)
-    assert run.system["launch"]["pipeline_run"] == pipeline_run
     attempts = store.list_step_runs(pipeline_run)
     assert sorted(a.step for a in attempts) == sorted(
         ["ingest", "validate", "count", "profile", "split", "features", "train", "evaluate",
          "gate", "register"])
     assert {a.state for a in attempts} == {StepState.SUCCEEDED}
+    [train] = [attempt for attempt in attempts if attempt.step == "train"]
+    assert "memory" not in train.outputs["trained"]  # rank 0's model, a value of the step
     stored = [attempt for attempt in attempts if attempt.outputs]
     assert len(store.list_step_outputs()) == len(stored)  # no other pipeline run stored any
 

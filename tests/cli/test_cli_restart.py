@@ -57,13 +57,14 @@ def first_checkpoint(store: SqlStore, launcher: subprocess.Popen) -> str:
     pytest.fail("the run saved no checkpoint while its launcher ran")
 
 
-def worker_pid(run_id: str, rank: int) -> int | None:
-    """The torchrun worker of `rank` in run `run_id`, found in /proc (torchrun prints no pids)."""
-    wanted = {f"RANK={rank}".encode(), f"TRAINFORGE_RUN_ID={run_id}".encode()}
+def worker_pid(home: Path, rank: int) -> int | None:
+    """The torchrun worker of `rank` of the job recording in `home`, found in /proc (torchrun
+    prints no pids)."""
+    wanted = {f"RANK={rank}".encode(), f"TRAINFORGE_HOME={home}".encode()}
     for proc in Path("/proc").iterdir():
         try:
-            if (not proc.name.isdigit()
-                    or b"trainforge.pipeline._worker" not in (proc / "cmdline").read_bytes()):
+            if (not proc.name.isdigit() or b"trainforge.orchestration._torchrun_step"
+                    not in (proc / "cmdline").read_bytes()):
                 continue
             environ = set((proc / "environ").read_bytes().split(b"\0"))
         except OSError:  # ended meanwhile, or another user's
@@ -118,7 +119,7 @@ def test_a_killed_worker_restarts_and_the_run_ends_as_an_uninterrupted_one(fraud
     store = store_of(home)
     killed = launch(fraud_project, home, strategy=strategy)
     run_id = first_checkpoint(store, killed)
-    pid = worker_pid(run_id, rank=1)
+    pid = worker_pid(home, rank=1)
     assert pid is not None, "no worker of rank 1 found in /proc"
     os.kill(pid, signal.SIGKILL)
     summary, log = finish(killed)

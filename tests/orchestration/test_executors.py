@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,11 +17,12 @@ import runner_steps as rs
 
 from trainforge.config import Settings
 from trainforge.entities import Pipeline, StepState
-from trainforge.errors import PipelineFailed, SpecError
+from trainforge.errors import PipelineFailed, SpecError, TrainingError
 from trainforge.orchestration import Dag, InProcessRunner, RunOptions, Step, ValueStore
 from trainforge.orchestration.dag import Resources
 from trainforge.orchestration.executors import (
     InlineExecutor,
+    Launch,
     Produced,
     StepCall,
     TorchrunExecutor,
@@ -74,14 +78,14 @@ def test_a_failing_rank_fails_the_step_with_its_error(
     [attempt] = [a for a in sqlite_store.list_step_runs(failed.value.pipeline_run_id)
                  if a.step == "fails_on_rank_1"]
     assert attempt.state is StepState.FAILED
-    assert attempt.error == "data: rank 1 refuses the 4 rows (rank 1)"
+    assert attempt.error == "data: rank 1 refuses the 4 rows (worker rank 1)"
 
 
 def test_a_step_held_in_memory_cannot_go_to_torchrun(values: ValueStore) -> None:
     call = StepCall(_step(rs.total, ["sum"]), 1, "run", {"frame": None}, values)
     with pytest.raises(SpecError, match="resources.processes: 2 runs it under torchrun, and "
                        "its input 'frame' is held in memory"):
-        TorchrunExecutor(2).execute(call)
+        TorchrunExecutor(Launch(2)).execute(call)
 
 
 def test_resources_are_declared_in_python_and_yaml_and_checked() -> None:
@@ -145,3 +149,54 @@ def test_the_runner_does_not_care_where_a_step_runs(
                              ).run(dag)
     assert {a.state for a in cached.steps.values()} == {StepState.CACHED}
     assert double.ran == ["numbers", "doubled", "where"]  # a cache hit runs nowhere
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_node_joining_a_step_gets_its_inputs_from_the_executing_node(
+        sqlite_store: Store, sqlite_url: str, values: ValueStore, tmp_path: Path) -> None:
+    """Two nodes (two torchrun agents here) run one step: the joining node defines the step
+    without inputs; its worker reads the frame the executing node names, and the outputs come
+    back to the executing node's runner, recorded once, by global rank 0."""
+    settings = Settings.from_env({"TRAINFORGE_HOME": str(tmp_path / "home"),
+                                  "TRAINFORGE_DB": sqlite_url})
+    session = Session(settings, sqlite_store, open_artifact_store(tmp_path / "runs"))
+    launch = Launch(1, nnodes=2, rdzv_endpoint=f"127.0.0.1:{free_port()}", rdzv_id="job-1")
+    gathered = _step(rs.gathered, ["gathered"])
+    frame = values.put(rs.numbers())
+    joined: list = []
+    with open_run("p", session) as run:
+        joining = StepCall(gathered, 1, "p-run", {}, values, run.run_id, settings)
+        node = threading.Thread(target=lambda: joined.append(
+            TorchrunExecutor(launch).join(joining, lambda: None)))
+        node.start()
+        executing = StepCall(gathered, 1, "p-run", {"frame": frame}, values, run.run_id,
+                             settings)
+        produced = TorchrunExecutor(launch).execute(executing)
+        node.join(timeout=120)
+    assert joined == [None]
+    result = values.get(produced.refs["gathered"])
+    assert result["world_size"] == 2
+    assert [rank["rows"] for rank in result["ranks"]] == [4, 4]  # both read the one frame
+    assert len({rank["pid"] for rank in result["ranks"]}) == 2
+    assert sqlite_store.get_run(run.run_id).tags == {"rank0": "recorded"}
+
+
+def test_a_joining_node_stops_waiting_when_told_why(values: ValueStore) -> None:
+    """No node executes the step: the joining node's workers wait at the rendezvous until
+    `abandoned` gives a reason, then they are stopped and the reason raised."""
+    launch = Launch(1, nnodes=2, rdzv_endpoint=f"127.0.0.1:{free_port()}", rdzv_id="job-1")
+    asked: list[float] = []
+
+    def abandoned() -> str | None:
+        asked.append(time.monotonic())
+        return "the leader ended the run failed" if len(asked) >= 2 else None
+
+    call = StepCall(_step(rs.gathered, ["gathered"]), 1, "p-run", {}, values)
+    with pytest.raises(TrainingError, match="^the leader ended the run failed$"):
+        TorchrunExecutor(launch).join(call, abandoned)
+    assert len(asked) == 2

@@ -7,8 +7,8 @@ from trainforge import tracking
 def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
         "CheckpointEntry", "DEFAULT_CRASH_TIMEOUT_S", "DataEntry", "GitState",
-        "LaunchEntry", "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
-        "RunHandle", "RunRecorder", "SpecEntry", "SystemRecord", "TuningEntry",
+        "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
+        "RunHandle", "RunRecorder", "SilentRun", "SpecEntry", "SystemRecord", "TuningEntry",
         "active_run", "capture_environment", "collect_crashed_runs", "compare_runs",
         "comparison", "default_store", "get_metric_history", "get_run", "git_state",
         "is_alive", "open_run", "parse_filter", "parse_sort", "process_record", "recorded_spec_of",

@@ -14,7 +14,7 @@ from trainforge._lazy import lazy_exports
 if TYPE_CHECKING:
     from trainforge.ingest._formats import count_rows, csv_rows_without_parsing, file_batches
     from trainforge.ingest._hashing import HashCache, file_sha256, stat_key
-    from trainforge.ingest._read import read_table
+    from trainforge.ingest._read import read_table, source_fingerprint
     from trainforge.ingest._reopen import option_names, reopen_filesystem
     from trainforge.ingest._result import IngestResult, SourceFile, content_id, data_version_of
     from trainforge.ingest._sources import (
@@ -56,6 +56,7 @@ _EXPORTS = {
     "read_columns": "trainforge.ingest._sources",
     "read_table": "trainforge.ingest._read",
     "reopen_filesystem": "trainforge.ingest._reopen",
+    "source_fingerprint": "trainforge.ingest._read",
     "stat_key": "trainforge.ingest._hashing",
     "with_partitions": "trainforge.ingest._stream",
 }
@@ -83,6 +84,7 @@ __all__ = [
     "read_columns",
     "read_table",
     "reopen_filesystem",
+    "source_fingerprint",
     "stat_key",
     "with_partitions",
 ]

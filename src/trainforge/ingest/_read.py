@@ -22,7 +22,7 @@ import pyarrow as pa
 from trainforge.errors import DataError
 from trainforge.ingest._formats import file_batches
 from trainforge.ingest._hashing import HashCache, file_sha256
-from trainforge.ingest._result import IngestResult, SourceFile
+from trainforge.ingest._result import IngestResult, SourceFile, content_id
 from trainforge.ingest._sources import Format, SourceListing, list_source_files
 from trainforge.ingest._stream import (
     DEFAULT_BATCH_ROWS,
@@ -57,6 +57,24 @@ def read_table(
     frame = _concat(tables)
     lines = LineMaps(listing, lambda index: files[index].rows)
     return IngestResult(frame=frame, files=files, source=source, lines=lines)
+
+
+def source_fingerprint(
+    source: str,
+    format: Format = "auto",
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    hash_cache: HashCache | None = None,
+) -> str:
+    """A content id of the files `source` names, without reading their rows: a local file's
+    sha256 (from `hash_cache` while its stat is unchanged, so an unchanged file is not read
+    again), a remote one's checksum from its store (S3's ETag and modification time). What
+    a cached ingest step is keyed by."""
+    listing = list_source_files(source, format, storage_options)
+    return content_id(
+        (file.name, file_sha256(listing.fs, file.path, hash_cache)[1] if "://" not in file.path
+         else f"checksum:{listing.fs.checksum(file.path)}")
+        for file in listing.files)
 
 
 def _file_tables(listing: SourceListing) -> list[pa.Table]:

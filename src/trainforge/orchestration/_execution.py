@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import pickle
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import FunctionType
 from typing import Any
 
 from trainforge.config import Settings
@@ -30,6 +32,7 @@ from trainforge.errors import (
 )
 from trainforge.orchestration.context import StepContext
 from trainforge.orchestration.dag import Step
+from trainforge.orchestration.replay import RECORDS, CapturingRecorder
 from trainforge.orchestration.values import ValueRef, ValueStore
 
 KILL_GRACE_S = 5.0
@@ -103,9 +106,17 @@ class IsolatedCall:
 
 
 def importable(step: Step) -> tuple[str, str]:
-    """(module, qualified name) a child process imports the step's function by; SpecError
-    naming the step when it cannot."""
+    """(module, qualified name) a child process imports the step's function by, or ("", "")
+    for a callable object that travels pickled (a standard step's bound function); SpecError
+    naming the step when neither can reach another process."""
     fn = step.fn
+    if not isinstance(fn, FunctionType):
+        try:
+            pickle.dumps(fn)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise SpecError([f"step {step.name!r}: it runs in another process, and its "
+                             f"function {fn!r} cannot be pickled: {exc}"]) from None
+        return "", ""
     module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
     if not module or "<locals>" in qualname or "<lambda>" in qualname:
         raise SpecError([f"step {step.name!r}: timeout: a step with a timeout runs in a "
@@ -117,7 +128,8 @@ def importable(step: Step) -> tuple[str, str]:
 def run_isolated(call: IsolatedCall, timeout_s: float) -> dict[str, ValueRef]:
     """One attempt in a spawned process, killed after `timeout_s` (`StepTimedOut`); its
     outputs' references, or `AttemptFailed` with the child's error kind and message."""
-    call = replace(call, step=replace(call.step, fn=_imported_in_child))
+    if call.module:
+        call = replace(call, step=replace(call.step, fn=_imported_in_child))
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(call, sender), daemon=True,
@@ -169,18 +181,22 @@ def _child(call: IsolatedCall, sender: Any) -> None:
 
 def call_elsewhere(call: IsolatedCall, recorder: Any) -> dict[str, Any]:
     """The step's outputs, called in a process other than the runner's: its function imported
-    by name, its inputs read from the value store, its context recording to `recorder`."""
-    target: Any = importlib.import_module(call.module)
-    for part in call.qualname.split("."):
-        target = getattr(target, part)
-    fn = getattr(target, "fn", target)
+    by name (or unpickled with the call), its inputs read from the value store, its context
+    recording to `recorder`; with what it recorded (`with_records`)."""
+    fn = call.step.fn
+    if call.module:
+        target: Any = importlib.import_module(call.module)
+        for part in call.qualname.split("."):
+            target = getattr(target, part)
+        fn = getattr(target, "fn", target)
     inputs = {name: call.values.get(ValueRef.from_json(ref), f"input {name!r}")
               for name, ref in call.inputs.items()}
     arguments = call.step.arguments(inputs)
+    capture = _capturing(call.step, recorder)
     if call.step.context is not None:
         arguments[call.step.context] = StepContext.make(
-            call.step.name, call.pipeline_run_id, call.attempt, recorder)
-    return outputs_of(call.step, fn(**arguments))
+            call.step.name, call.pipeline_run_id, call.attempt, capture or recorder)
+    return with_records(outputs_of(call.step, fn(**arguments)), capture)
 
 
 def store_outputs(call: IsolatedCall, produced: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -215,9 +231,26 @@ def attach(settings: Settings, run_id: str) -> Any:
                             open_artifact_store(settings.artifact_root), settings=settings)
 
 
-def call_in_process(step: Step, inputs: Mapping[str, Any], context: StepContext) -> dict[str, Any]:
-    """One attempt in this process: the step's named outputs."""
+def call_in_process(step: Step, inputs: Mapping[str, Any], context: StepContext,
+                    keep_records: bool = True) -> dict[str, Any]:
+    """One attempt in this process: the step's named outputs, with what it recorded
+    (`with_records`; not with `keep_records` False: nothing caches it)."""
     arguments = step.arguments(inputs)
+    capture = _capturing(step, context.recorder) if keep_records else None
     if step.context is not None:
-        arguments[step.context] = context
-    return outputs_of(step, step.fn(**arguments))
+        arguments[step.context] = replace(context, recorder=capture or context.recorder)
+    return with_records(outputs_of(step, step.fn(**arguments)), capture)
+
+
+def _capturing(step: Step, recorder: Any) -> CapturingRecorder | None:
+    """A recorder keeping what a step that may be taken from the cache records (a run that
+    reuses its outputs replays it), for a step given a recorder."""
+    if not step.cache or step.context is None or recorder is None:
+        return None
+    return CapturingRecorder(recorder)
+
+
+def with_records(produced: dict[str, Any], capture: CapturingRecorder | None) -> dict[str, Any]:
+    """`produced`, and under `RECORDS` what the step recorded (when it recorded anything)."""
+    records = capture.records() if capture is not None else None
+    return produced if records is None else {**produced, RECORDS: records}

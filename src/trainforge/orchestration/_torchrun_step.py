@@ -1,24 +1,34 @@
 """A worker of `TorchrunExecutor`: `python -m torch.distributed.run ... -m
-trainforge.orchestration._torchrun_step FOLDER`, where FOLDER holds the pickled call.
+trainforge.orchestration._torchrun_step FOLDER`.
 
-Every rank joins the process group (NCCL on its local GPU when CUDA is there, else gloo),
-imports the step's function and calls it on the inputs read from the value store. Rank 0
-records to the tracked run, stores the outputs and writes their references to
-`FOLDER/result.json`; a rank that fails writes `FOLDER/error-<rank>.json` (kind, message,
-when: the first failure is the cause, the others' broken collectives follow from it).
-Files are written beside their name and renamed into place, so the executor reads whole ones.
+FOLDER holds this node's call: `call.pkl` on the node whose runner executes the step (its
+inputs' references, where it records), `join.pkl` on a node that joins it (the step as this
+node defined it, its value store and settings, no inputs). Every rank joins the process group
+(gloo for CPU tensors, and NCCL for CUDA ones on the local GPU when CUDA is there); the ranks
+of the executing node send the call's inputs, pipeline run, attempt and run to all, so each
+rank calls the step's function on the same inputs, read from its own node's value store.
+
+Global rank 0 records to the tracked run (the others' recorder drops every write), stores the
+outputs and sends their references to every rank; local rank 0 of each node writes them to
+`FOLDER/result.json`. A rank that fails writes `FOLDER/error-<restart>-<rank>.json` (kind,
+message, when; a preemption's signal and step): the first failure of the last restart is the
+cause, the others' broken collectives follow from it. Files are written beside their name and
+renamed into place, so the executor reads whole ones.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trainforge.errors import Preempted, TrainforgeError
 from trainforge.orchestration._execution import (
     IsolatedCall,
     attach,
@@ -29,6 +39,8 @@ from trainforge.orchestration._execution import (
     where,
 )
 
+SENT = ("inputs", "pipeline_run_id", "attempt", "run_id")  # what the executing node sends
+
 
 def main(folder: Path) -> int:
     import torch
@@ -37,21 +49,22 @@ def main(folder: Path) -> int:
     rank = int(os.environ.get("RANK", "0"))
     recorder = None
     try:
-        call: IsolatedCall = pickle.loads((folder / "call.pkl").read_bytes())
+        local = _local_call(folder)
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        if rank == 0 and call.run_id is not None and call.settings is not None:
-            recorder = attach(call.settings, call.run_id)
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+        call = _the_call(local, executing=(folder / "call.pkl").exists())
+        recorder = _recorder(call, rank)
         produced = call_elsewhere(call, recorder)
-        if rank == 0:
-            _write(folder / "result.json", store_outputs(call, produced))
+        refs = [store_outputs(call, produced) if rank == 0 else None]
+        dist.broadcast_object_list(refs, src=0)
+        if int(os.environ.get("LOCAL_RANK", "0")) == 0:
+            _write(folder / "result.json", refs[0])
         dist.barrier()
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the executor
-        _write(folder / f"error-{rank}.json", {"rank": rank, "at": time.time(),
-                                                "kind": error_kind(exc),
-                                                "message": describe(exc) + where(exc)})
+        _write(folder / f"error-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}-{rank}.json",
+               _error(exc, rank))
         return 1
     finally:
         if recorder is not None:
@@ -60,11 +73,64 @@ def main(folder: Path) -> int:
             dist.destroy_process_group()
 
 
+def _local_call(folder: Path) -> IsolatedCall:
+    for name in ("call.pkl", "join.pkl"):
+        if (folder / name).exists():
+            call: IsolatedCall = pickle.loads((folder / name).read_bytes())
+            return call
+    raise TrainforgeError(f"{folder}: holds neither call.pkl nor join.pkl")
+
+
+def _the_call(local: IsolatedCall, executing: bool) -> IsolatedCall:
+    """This rank's call: its node's own, with what the executing node's lowest rank sends."""
+    import torch.distributed as dist
+
+    executing_ranks: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(executing_ranks, executing)
+    if True not in executing_ranks:
+        raise TrainforgeError("no node of the torchrun job executes the step: every node "
+                              "joined it")
+    sent: list[Any] = [{name: getattr(local, name) for name in SENT} if executing else None]
+    dist.broadcast_object_list(sent, src=executing_ranks.index(True))
+    return replace(local, **sent[0])
+
+
+def _recorder(call: IsolatedCall, rank: int) -> Any:
+    """Rank 0's handle on the run; the others' recorder drops every write."""
+    if call.run_id is None or call.settings is None:
+        return None
+    if rank == 0:
+        return attach(call.settings, call.run_id)
+    from trainforge.storage.artifacts import open_artifact_store
+    from trainforge.tracking import SilentRun
+
+    return SilentRun(call.run_id, open_artifact_store(call.settings.artifact_root))
+
+
+def _error(exc: BaseException, rank: int) -> dict[str, Any]:
+    error = {"rank": rank, "at": time.time(), "kind": error_kind(exc),
+             "restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+             "message": describe(exc) + where(exc)}
+    if isinstance(exc, Preempted):
+        error.update(kind="preempted", signal=exc.signal, step=exc.step)
+    return error
+
+
 def _write(path: Path, document: Any) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(document))
     partial.replace(path)
 
 
+def _log_to_stderr() -> None:
+    """Plain `trainforge` log lines on stderr, which the executor passes on."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("trainforge")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+
+
 if __name__ == "__main__":
+    _log_to_stderr()
     sys.exit(main(Path(sys.argv[1])))

@@ -10,7 +10,8 @@ A decision is recorded with the attempt (`cache_parts["decision"]`, outside the 
     disabled  the step says `cache: false`
     expired   the execution with this key ended longer ago than the step's TTL
     gone      its stored outputs are no longer in the value store
-    uncached  the step has no key (an input held in memory, params that are not plain values)
+    uncached  the step has no key (an input held in memory, params that are not plain values,
+              data it reads that could not be fingerprinted: the attempt says why)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from trainforge.entities import StepRun, StepState
+from trainforge.errors import TrainforgeError
 from trainforge.orchestration.dag import Step
 from trainforge.orchestration.fingerprint import (
     CacheKey,
@@ -44,9 +46,11 @@ def step_key(step: Step, inputs: Mapping[str, ValueRef | None],
                         f"input {memory[0]!r} is held in memory (no codec stores it)")
     parts.inputs = {name: ref.digest for name, ref in inputs.items() if ref is not None}
     try:
-        parts.params = plain_params(step.params)
+        parts.params = {**plain_params(step.params), **plain_params(step.key_params)}
         parts.data = data_hashes(step.params, step.data)
-    except (TypeError, OSError) as exc:
+        if step.key_data is not None:
+            parts.data.update(step.key_data())
+    except (TypeError, OSError, TrainforgeError) as exc:
         return CacheKey(None, parts.to_json(), str(exc))
     return CacheKey(digest_of(parts.to_json()), parts.to_json())
 

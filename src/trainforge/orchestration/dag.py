@@ -79,7 +79,10 @@ class Step:
     `data` names params whose values are data files or folders: their content is hashed into
     the cache key. `retry` and `timeout_s` (None: the DAG's defaults); `cache` False never
     reuses outputs; `cache_ttl_s` reuses only outputs younger than that; `resources` what an
-    attempt needs (where it runs: `executors.py`)."""
+    attempt needs (where it runs: `executors.py`). `key_params` and `key_data` are for steps
+    whose function has its settings and sources bound in (the training chain's): plain values
+    its outputs depend on, and a function giving the content fingerprints of the data it
+    reads, both hashed into the cache key and never passed to the function."""
 
     name: str
     fn: StepFn
@@ -95,6 +98,8 @@ class Step:
     cache: bool = True
     cache_ttl_s: float | None = None
     resources: Resources = field(default_factory=Resources)
+    key_params: Mapping[str, Any] = field(default_factory=dict)
+    key_data: Callable[[], Mapping[str, str]] | None = None
 
     def arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The keyword arguments of a call with the input values `values` (context aside)."""
@@ -168,6 +173,13 @@ class Dag:
                                                               if n in keep))
                                     for step in self.steps if step.name in keep),
                    self.initial, self.retry, self.timeout_s, self.max_parallel)
+
+    def step(self, name: str) -> Step:
+        """The step called `name`."""
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise TrainforgeError(f"dag {self.name!r} has no step {name!r}")
 
     def replacing(self, step: Step) -> Dag:
         """The DAG with its step of the same name replaced by `step`."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from trainforge.entities import PipelineRun
 from trainforge.orchestration.dag import Dag
+from trainforge.orchestration.executors import ExecutorChoice, executor_for
 from trainforge.orchestration.runner import (
     InProcessRunner,
     PipelineOutcome,
@@ -27,12 +28,15 @@ from trainforge.tracking import RunHandle, SystemRecord
 def drive(dag: Dag, session: Session, run: RunHandle, *,
           source: Mapping[str, Any] | None = None, resume: str | None = None,
           pipeline_run_id: str | None = None, options: RunOptions | None = None,
-          listener: StepListener | None = None) -> PipelineOutcome:
+          listener: StepListener | None = None,
+          executors: ExecutorChoice | None = None) -> PipelineOutcome:
     """Run `dag` as a new pipeline run (`pipeline_run_id`, or a new id) recording to `run`,
     or continue the pipeline run `resume`, in `session` (its store, value store and
-    credentials); `PipelineFailed` as `InProcessRunner.run`."""
+    credentials), each step where `executors` puts it (by default `executor_for`);
+    `PipelineFailed` as `InProcessRunner.run`."""
     runner = InProcessRunner(session.store, value_store(session), recorder=run,
-                             settings=session.settings, listener=listener)
+                             settings=session.settings, listener=listener,
+                             executors=executors or executor_for)
 
     def named(record: PipelineRun) -> None:
         run.set_system(SystemRecord(pipeline_run=record.pipeline_run_id))

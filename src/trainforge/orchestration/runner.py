@@ -36,6 +36,7 @@ from trainforge.orchestration.context import StepContext
 from trainforge.orchestration.dag import Dag, Step, downstream, upstream
 from trainforge.orchestration.executors import ExecutorChoice, StepCall, executor_for
 from trainforge.orchestration.fingerprint import Fingerprinter
+from trainforge.orchestration.replay import RECORDS, replay
 from trainforge.orchestration.values import ValueRef, ValueStore
 from trainforge.storage.contracts import PipelineRunStore
 from trainforge.tracking import RunRecorder
@@ -76,7 +77,8 @@ def _run_step(step: Step, values: dict[str, Any], notify: StepListener,
     started = time.perf_counter()
     context = StepContext.make(step.name, "", 1, recorder)
     try:
-        produced = call_in_process(step, {name: values[name] for name in step.inputs}, context)
+        produced = call_in_process(step, {name: values[name] for name in step.inputs}, context,
+                                   keep_records=False)
     except BaseException as exc:
         notify(StepEvent(step.name, "failed", time.perf_counter() - started))
         if isinstance(exc, AttemptFailed):  # the step returned other outputs than declared
@@ -317,6 +319,11 @@ class _Execution:
         parts = {**key.parts, "decision": decision,
                  **({"reason": key.reason} if key.reason else {})}
         if hit is not None:
+            refs = stored_refs(hit.outputs) or {}
+            records = refs.pop(RECORDS, None)
+            if records is not None and self.runner.recorder is not None:
+                replay(self.runner.values.get(records, f"what step {step.name!r} recorded"),
+                       self.runner.recorder)
             now = _now()
             store.update_step_run(row.step_run_id, StepState.CACHED, started_at=now,
                                   ended_at=now, cache_key=key.digest, cache_parts=parts,
@@ -324,7 +331,7 @@ class _Execution:
             self._finish(replace(row, state=StepState.CACHED, started_at=now, ended_at=now,
                                  cache_key=key.digest,
                                  cache_parts=parts, outputs=hit.outputs,
-                                 cached_from=hit.step_run_id), stored_refs(hit.outputs) or {})
+                                 cached_from=hit.step_run_id), refs)
             self.runner.listener(StepEvent(step.name, "cached"))
             return
         policy = step.retry or self.dag.retry
@@ -375,12 +382,16 @@ class _Execution:
                         self.record.run_id, self.runner.settings, timeout, held,
                         self.runner.recorder)
         produced = self.runner.executors(step, timeout).execute(call)
-        with self.lock:
-            self.memory.update(produced.held)  # later steps here take them as they are
-        recorded = {name: produced.refs[name].to_json() if name in produced.refs
+        refs = {name: ref for name, ref in produced.refs.items() if name != RECORDS}
+        with self.lock:  # later steps here take them as they are
+            self.memory.update({name: value for name, value in produced.held.items()
+                                if name != RECORDS})
+        recorded = {name: refs[name].to_json() if name in refs
                     else {"memory": type(produced.held[name]).__name__}
                     for name in step.outputs}
-        return recorded, produced.refs
+        if RECORDS in produced.refs:
+            recorded[RECORDS] = produced.refs[RECORDS].to_json()
+        return recorded, refs
 
     def _finish(self, row: StepRun, refs: dict[str, ValueRef]) -> None:
         with self.lock:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from trainforge.orchestration.executors import Launch
     from trainforge.pipeline._checkpoints import (
         checkpoint_policy,
         gc_run_checkpoints,
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from trainforge.pipeline._dataset import Dataset
     from trainforge.pipeline._distributed import (
         DISTRIBUTED_RECORD,
-        Launch,
         launch_pipeline,
         parse_nodes,
     )
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Dataset": "trainforge.pipeline._dataset",
     "DISTRIBUTED_RECORD": "trainforge.pipeline._distributed",
-    "Launch": "trainforge.pipeline._distributed",
+    "Launch": "trainforge.orchestration.executors",
     "PipelinePlan": "trainforge.pipeline._plan",
     "PipelineResult": "trainforge.pipeline._run",
     "build_training_dag": "trainforge.pipeline._dag",

@@ -9,13 +9,17 @@ validation stops the gate.
 
 Their outputs go through the value store (types registered in `_values.py`), so `trainforge
 resume` reuses those of the steps that succeeded and a step can run in another process (the
-train step on torchrun workers). They are never taken from another run's cache (`cache:
-False`): what they record belongs to the run that ran them.
+train step on torchrun workers). The data steps (ingest, validate, profile, split, features)
+are taken from an earlier run's cache when nothing they depend on changed: the spec's data
+section (and features section, task), the source's content, trainforge and the packages it
+uses; what the cached attempt recorded (the data version, validation report, profile, feature
+pipeline) is written to the new run (`orchestration/replay.py`). Drift, train and what follows
+run in every run (`cache: False`): what they record belongs to the run that ran them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -50,7 +54,8 @@ def build_training_dag(
     task = spec.model.task
     reading, preparing = _data_steps(spec, data, alert)
     checks = (
-        *([_recorded("profile", partial(_data_quality.profile, data), ("read",), ("profile",))]
+        *([_recorded("profile", partial(_data_quality.profile, data), ("read",), ("profile",),
+                     keyed={"data": spec.data})]
           if quality and spec.data.profile else []),
         *([_recorded("drift", partial(_data_quality.drift, spec.data, spec.registry, data,
                                       registry, alert), ("read", "profile"), ("drift",))]
@@ -96,32 +101,34 @@ class Recorded:
 
 
 def _recorded(name: str, fn: Callable[..., dict[str, Any]], inputs: tuple[str, ...],
-              outputs: tuple[str, ...], after: tuple[str, ...] = ()) -> Step:
+              outputs: tuple[str, ...], after: tuple[str, ...] = (),
+              keyed: Mapping[str, Any] | None = None,
+              source: Callable[[], Mapping[str, str]] | None = None) -> Step:
+    """A standard step; a data step (`keyed` by the spec sections it depends on, `source`
+    fingerprinting what it reads) is taken from the cache like any step."""
     return Step(name, Recorded(fn), inputs, outputs, context="context", after=after,
-                cache=False)
+                cache=keyed is not None, key_params=keyed or {}, key_data=source)
 
 
 def _data_steps(spec: PipelineSpec, data: DataRepository | None,
                 alert: Alert | None) -> tuple[tuple[Step, Step], tuple[Step, Step]]:
     """(ingest and validate, split and features): the in-memory steps, or with
-    `data.streaming` those that never hold the training rows (`_streaming.py`)."""
+    `data.streaming` those that never hold the training rows (`_streaming.py`). Each is keyed
+    by the spec's data section (and the task, the features section where they use them); the
+    ingest step by the content of the source too."""
     task = spec.model.task
-    if spec.data.streaming:
-        return (
-            (_recorded("ingest", partial(_streaming.ingest, spec.data, data), (), ("read",)),
-             _recorded("validate", partial(_streaming.validate, spec.data, alert), ("read",),
-                       ("validation", "raw"))),
-            (Step("split", partial(_streaming.split, spec.data), ("raw", "validation"),
-                  ("splits",), cache=False),
-             _recorded("features", partial(_streaming.features, spec.features, spec.data, task),
-                       ("raw", "splits"), ("dataset", "feature_pipeline"))),
-        )
+    module = _streaming if spec.data.streaming else _steps
+    source = partial(_steps.source_content, spec.data, data)
+    by_data: dict[str, Any] = {"data": spec.data, "task": task}
+    validating = (partial(_streaming.validate, spec.data, alert) if spec.data.streaming
+                  else partial(_steps.validate, spec.data, task, alert))
     return (
-        (_recorded("ingest", partial(_steps.ingest, spec.data, data), (), ("read",)),
-         _recorded("validate", partial(_steps.validate, spec.data, task, alert), ("read",),
-                   ("validation", "raw"))),
-        (Step("split", partial(_steps.split, spec.data), ("raw", "validation"), ("splits",),
-              cache=False),
-         _recorded("features", partial(_steps.features, spec.features, spec.data, task),
-                   ("raw", "splits"), ("dataset", "feature_pipeline"))),
+        (_recorded("ingest", partial(module.ingest, spec.data, data), (), ("read",),
+                   keyed=by_data, source=source),
+         _recorded("validate", validating, ("read",), ("validation", "raw"), keyed=by_data)),
+        (Step("split", partial(module.split, spec.data), ("raw", "validation"), ("splits",),
+              key_params=by_data),
+         _recorded("features", partial(module.features, spec.features, spec.data, task),
+                   ("raw", "splits"), ("dataset", "feature_pipeline"),
+                   keyed={**by_data, "features": spec.features})),
     )

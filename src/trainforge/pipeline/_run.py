@@ -4,8 +4,9 @@ DAG, and translate what went wrong into errors that name the run.
     plan_pipeline      spec file or object + overrides → checked spec, spec hash (no run yet)
     _run_to_resume     --resume RUN_ID (the same spec), or `resume: auto` matching the spec hash
     _open_run          a new run, the resumed one, or the one a multi-node job shares
-    execute            the DAG as one pipeline run through `drive` (every step's state in
-                       `step_runs`), or torchrun workers (`launch_pipeline`)
+    tracked_run        the run open for a block that executes the DAG as one pipeline run
+                       through `drive` (every step's state in `step_runs`), its steps where
+                       the executors put them (`launch_pipeline`: train on torchrun workers)
     _errors_of_run     `Preempted` → `RunPreempted`, `Pruned` → `RunPruned`, other trainforge
                        errors → `RunFailed`
 """
@@ -18,7 +19,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from trainforge.errors import (
 )
 from trainforge.evaluate import EvalReport
 from trainforge.orchestration import Dag, Step, StepListener, drive
+from trainforge.orchestration.executors import ExecutorChoice
 from trainforge.orchestration.steps import StepDefinition, as_step
 from trainforge.pipeline._alerts import DataAlerts
 from trainforge.pipeline._plan import SPEC_OBJECT, PipelinePlan, plan_pipeline
@@ -64,7 +65,6 @@ from trainforge.train import Callback
 from trainforge.versioning import open_repository
 
 log = logging.getLogger("trainforge")
-Execute = Callable[[RunHandle, Dag], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,6 @@ def run_pipeline(
     parent: RunHandle | str | None = None,
     resume: str | None = None,
     allow_neutral_changes: bool = False,
-    execute: Execute | None = None,
     pipeline_run: str | None = None,
     steps: Sequence[StepDefinition | Step | Callable[..., Any]] = (),
 ) -> PipelineResult:
@@ -100,55 +99,96 @@ def run_pipeline(
     through changes that keep its spec hash, recorded on the run); without it,
     `training.checkpoint.resume: auto` continues the newest unfinished run of the same spec
     hash that has one. `callbacks` join the trainer's (e.g. a tuning trial reporting and
-    pruning); `parent` nests the run under another. `execute(run, dag)` runs the steps and
-    returns their values (`evaluation`, `gate`, `model_version`); by default the DAG runs in
-    this process (`launch_pipeline` passes one whose train step runs on torchrun workers). A
-    callback
-    raising `Pruned` (a tuning trial's pruner) ends the run `pruned`, raised as `RunPruned`.
-    `pipeline_run` (with `resume`) continues that pipeline run of the run rather than starting
-    another: its steps without stored outputs run again, the train step from the run's newest
-    checkpoint. `steps` (`@step` functions, `Step`s or plain functions) join the chain
-    beside the spec's own `steps:`, placed by their inputs and `after`.
+    pruning); `parent` nests the run under another. A callback raising `Pruned` (a tuning
+    trial's pruner) ends the run `pruned`, raised as `RunPruned`. `pipeline_run` (with
+    `resume`) continues that pipeline run of the run rather than starting another: its steps
+    without stored outputs run again, the train step from the run's newest checkpoint.
+    `steps` (`@step` functions, `Step`s or plain functions) join the chain beside the spec's
+    own `steps:`, placed by their inputs and `after`. (`launch_pipeline` runs the train step
+    on torchrun workers.)
     """
     plan = plan_pipeline(spec, overrides, [as_step(item) for item in steps])
-    if execute is None:
-        _check_process_group(plan)
-    result = run_tracked(
-        plan, session or Session.open(),
-        listener=listener, callbacks=callbacks, parent=parent, resume=resume,
-        allow_neutral_changes=allow_neutral_changes, execute=execute, pipeline_run=pipeline_run,
-    )
-    assert result is not None  # only an `execute` of a multi-node launch returns no values
-    return result
+    _check_process_group(plan)
+    with tracked_run(plan, session or Session.open(), callbacks=callbacks, parent=parent,
+                     resume=resume, allow_neutral_changes=allow_neutral_changes) as tracked:
+        values = tracked.execute(listener=listener, pipeline_run=pipeline_run)
+    return tracked.result(values)
 
 
-def run_tracked(
+@dataclass
+class TrackedRun:
+    """A pipeline's tracked run while it is open (`tracked_run`): its session (with the spec's
+    credentials), the run's handle and the training DAG; `execute` runs the DAG as one of its
+    pipeline runs."""
+
+    plan: PipelinePlan
+    session: Session
+    handle: RunHandle
+    dag: Dag
+    left: bool = False
+
+    def execute(self, *, listener: StepListener | None = None, pipeline_run: str | None = None,
+                dag: Dag | None = None, executors: ExecutorChoice | None = None,
+                ) -> dict[str, Any]:
+        """`dag` (by default the plan's) as one pipeline run recording to the run, its steps
+        where `executors` puts them; given `pipeline_run`, that pipeline run continued (its
+        steps with stored outputs not run again). Its values (`evaluation`, `gate`,
+        `model_version`). A failed step's own error is raised when it is trainforge's (a
+        preemption, a data error: what `_errors_of_run` translates), else `PipelineFailed`
+        naming the step and its error."""
+        dag = dag or self.dag
+        try:
+            outcome = (drive(dag, self.session, self.handle, resume=pipeline_run,
+                             listener=listener, executors=executors)
+                       if pipeline_run is not None else
+                       drive(dag, self.session, self.handle, source=self.plan.source_record(),
+                             listener=listener, executors=executors))
+        except PipelineFailed as exc:
+            failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
+        else:
+            return {name: outcome.value(name) for name in ("evaluation", "gate",
+                                                             "model_version")}
+        raise failure
+
+    def leave(self) -> None:
+        """Leave the run to another process that reports and ends it (a multi-node job's
+        leading launcher): the handle closes, and the run's block ends nothing."""
+        self.handle.close()
+        self.left = True
+
+    def result(self, values: dict[str, Any]) -> PipelineResult:
+        """What the ended run became, with the values its DAG returned."""
+        return PipelineResult(
+            run=self.session.store.get_run(self.handle.run_id),
+            evaluation=values["evaluation"],
+            gate=values["gate"],
+            model_version=values["model_version"],
+        )
+
+
+@contextmanager
+def tracked_run(
     plan: PipelinePlan,
     session: Session,
     *,
-    listener: StepListener | None = None,
     callbacks: Sequence[Callback] = (),
     parent: RunHandle | str | None = None,
     resume: str | None = None,
     allow_neutral_changes: bool = False,
-    execute: Execute | None = None,
     run_id: str | None = None,
     job: str | None = None,
-    pipeline_run: str | None = None,
-) -> PipelineResult | None:
-    """`run_pipeline` over a plan, with what the launchers of a multi-node job add.
+) -> Iterator[TrackedRun]:
+    """The plan's tracked run (new, resumed, or joined) for the block, ended with it:
+    completed when the block returns, else as `_errors_of_run` says (and raised as its
+    error naming the run), unless the block `leave`s it.
 
     `run_id` names a new run: the first process to start it creates it, the others join it
-    while it runs (`Conflict` once it has ended). `job` is the multi-node job's key, the same in
+    while it runs (`Conflict` once it has ended). `job` is a multi-node job's key, the same in
     every launcher: a run to resume (`resume`, or `resume: auto`'s choice) is reopened by the
     first launcher and joined by the others (`RunStore.reopen_run`), and a new run records it.
-    `execute` may return None: another process reports the run and ends it, so this one only
-    closes its handle and returns None. The run's session is `session` with the spec's
-    credentials (its data source's and checkpoint location's storage options).
-    """
+    The run's session is `session` with the spec's credentials (its data source's and
+    checkpoint location's storage options)."""
     session = session.with_credentials(plan.spec.credentials())
-    execute = execute or partial(execute_in_process, plan, session, listener,
-                                 pipeline_run=pipeline_run)
     preemption = plan.preemption_notice()
     dag = plan.dag(session.store, callbacks, preemption,
                    open_repository(session.settings, session.store),
@@ -159,41 +199,16 @@ def run_tracked(
     resumed = _run_to_resume(plan, session, resume, allow_neutral_changes, job)
     started = time.perf_counter()
     handle = _open_run(plan, session, parent, resumed, run_id, job)
+    tracked = TrackedRun(plan, session, handle, dag)
     with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
             handle.set_system(plan.system_record().merged(process_record()).merged(
                 SystemRecord(resume=ResumeEntry(
                     changes=[c.to_json() for c in resumed.changes]))))
-        values = execute(handle, dag)
-        if values is None:
-            handle.close()  # leaves the run to the process that reports it; `with` ends nothing
-            return None
-        handle.set_summary({"wall_time_s": time.perf_counter() - started})
-    return PipelineResult(
-        run=session.store.get_run(handle.run_id),
-        evaluation=values["evaluation"],
-        gate=values["gate"],
-        model_version=values["model_version"],
-    )
-
-
-def execute_in_process(plan: PipelinePlan, session: Session,
-                       listener: StepListener | None, handle: RunHandle, dag: Dag, *,
-                       pipeline_run: str | None = None) -> dict[str, Any]:
-    """The DAG as one pipeline run recording to `handle` (its id in the run's system
-    namespace, `pipeline_run`; given, that pipeline run continued): its values. A failed
-    step's own error is raised when it is trainforge's (a preemption, a data error: what
-    `_errors_of_run` translates), else `PipelineFailed` naming the step and its error."""
-    try:
-        outcome = (drive(dag, session, handle, resume=pipeline_run, listener=listener)
-                   if pipeline_run is not None else
-                   drive(dag, session, handle, source=plan.source_record(), listener=listener))
-    except PipelineFailed as exc:
-        failure = exc.__cause__ if isinstance(exc.__cause__, TrainforgeError) else exc
-    else:
-        return {name: outcome.value(name) for name in ("evaluation", "gate", "model_version")}
-    raise failure
+        yield tracked
+        if not tracked.left:
+            handle.set_summary({"wall_time_s": time.perf_counter() - started})
 
 
 def _check_process_group(plan: PipelinePlan) -> None:

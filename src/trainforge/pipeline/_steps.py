@@ -32,7 +32,7 @@ from trainforge.evaluate import (
 )
 from trainforge.events import VALIDATION_FAILED, data_event
 from trainforge.features import FeaturePipeline, select_features
-from trainforge.ingest import IngestResult, read_table
+from trainforge.ingest import IngestResult, read_table, source_fingerprint
 from trainforge.models import build_model, output_size
 from trainforge.pipeline._alerts import Alert
 from trainforge.pipeline._cross_validation import cross_validate as run_cross_validation
@@ -90,6 +90,19 @@ def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dic
     run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),
                            "rows": len(raw.frame)}})
     return {"read": raw}
+
+
+def source_content(spec: DataSpec, data: DataRepository | None) -> dict[str, str]:
+    """What ingest reads, fingerprinted without reading its rows (its cache key's data): the
+    pinned `data.version`'s id, or the source's files' content id (`source_fingerprint`)."""
+    if spec.version is not None:
+        if data is None:
+            raise DataError("data.version: pinned versions are read through the data "
+                            "repository, and this run has none")
+        return {"source": data.resolve(spec.version)}
+    cache = data.hash_cache if data is not None else None
+    return {"source": source_fingerprint(spec.source, spec.format, spec.fsspec_options(),
+                                         hash_cache=cache)}
 
 
 def data_location(spec: DataSpec,
@@ -157,12 +170,13 @@ def _from(raw: IngestResult, start: int) -> Callable[[int], str]:
 def record_validation(run: RunRecorder, report: ValidationReport, source: str,
                       data_version_id: str, alert: Alert | None, quarantined: int = 0) -> None:
     """The contract's report as `validation/report.json` and the `validation` tag; a broken
-    contract announced through `alert`, which records the tag with its event."""
+    contract announced through `alert`, which records the tag again with its event (the tag
+    goes through `run` first, so a run that reuses this step from the cache gets it too)."""
     run.put_artifact("validation/report.json", json.dumps(report.to_dict(), indent=2).encode())
     tags = {"validation": {"passed": report.passed, "violations": len(report.violations),
                            "quarantined": quarantined}}
+    run.set_tags(tags)
     if report.passed or alert is None:
-        run.set_tags(tags)
         return
     summary = report.summary().splitlines()[0]
     alert(run, tags, data_event(VALIDATION_FAILED, run_id=run.run_id,

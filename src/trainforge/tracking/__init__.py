@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from trainforge.tracking._defaults import default_store
     from trainforge.tracking._environment import GitState, capture_environment, git_state
     from trainforge.tracking._liveness import is_alive, process_record, where_running
-    from trainforge.tracking._recorder import RunRecorder
+    from trainforge.tracking._recorder import RunRecorder, SilentRun
     from trainforge.tracking._run import (
         RunHandle,
         active_run,
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from trainforge.tracking._system import (
         CheckpointEntry,
         DataEntry,
-        LaunchEntry,
         LaunchShape,
         PbtEntry,
         ResumeEntry,
@@ -60,6 +59,7 @@ _EXPORTS = {
     "RunComparison": "trainforge.tracking._api",
     "RunHandle": "trainforge.tracking._run",
     "RunRecorder": "trainforge.tracking._recorder",
+    "SilentRun": "trainforge.tracking._recorder",
     "active_run": "trainforge.tracking._run",
     "capture_environment": "trainforge.tracking._environment",
     "collect_crashed_runs": "trainforge.tracking._api",
@@ -72,7 +72,6 @@ _EXPORTS = {
     "is_alive": "trainforge.tracking._liveness",
     "CheckpointEntry": "trainforge.tracking._system",
     "DataEntry": "trainforge.tracking._system",
-    "LaunchEntry": "trainforge.tracking._system",
     "LaunchShape": "trainforge.tracking._system",
     "PbtEntry": "trainforge.tracking._system",
     "ResumeEntry": "trainforge.tracking._system",
@@ -97,13 +96,13 @@ __all__ = [
     "DEFAULT_CRASH_TIMEOUT_S",
     "DataEntry",
     "GitState",
-    "LaunchEntry",
     "LaunchShape",
     "PbtEntry",
     "ResumeEntry",
     "RunComparison",
     "RunHandle",
     "RunRecorder",
+    "SilentRun",
     "SpecEntry",
     "SystemRecord",
     "TuningEntry",

@@ -1,6 +1,6 @@
 """A run's `system` namespace, typed: what trainforge records on a run beside the user's params
 and tags, and reads back to decide (whether a run still lives, how it resumes, where its
-checkpoints are, what a launch's workers trained, what export and serving check records
+checkpoints are, what export and serving check records
 against). Nothing it decides is read from params or tags.
 
 One model, `SystemRecord`, and one writer per entry:
@@ -18,7 +18,6 @@ One model, `SystemRecord`, and one writer per entry:
     pipeline_run     the pipeline run it records          the runner's driver of the run
     pipeline_source  where a user pipeline was declared   orchestration's run_steps
     distributed      the launch's shape                   the torchrun launcher
-    launch           rank 0's trained model               the torchrun worker of rank 0
     tuning           the study (and the trial)            tuning's study and trial objective
     pbt              the study, or a member               run_pbt
 
@@ -81,11 +80,6 @@ class LaunchShape(_Entry):
     max_restarts: int
 
 
-class LaunchEntry(_Entry):
-    pipeline_run: str
-    trained: dict[str, Any]
-
-
 class TuningEntry(_Entry):
     keeps_none = False
 
@@ -116,7 +110,6 @@ class SystemRecord(BaseModel):
     pipeline_run: str | None = None
     pipeline_source: dict[str, Any] | None = None
     distributed: LaunchShape | None = None
-    launch: LaunchEntry | None = None
     tuning: TuningEntry | None = None
     pbt: PbtEntry | None = None
 
