@@ -19,7 +19,7 @@ from trainforge.config import Settings
 from trainforge.entities import Pipeline, StepState
 from trainforge.errors import PipelineFailed, SpecError, TrainingError
 from trainforge.orchestration import Dag, InProcessRunner, RunOptions, Step, ValueStore
-from trainforge.orchestration.dag import Resources
+from trainforge.orchestration.dag import Resources, StepOptions
 from trainforge.orchestration.executors import (
     InlineExecutor,
     Launch,
@@ -28,7 +28,7 @@ from trainforge.orchestration.executors import (
     TorchrunExecutor,
     executor_for,
 )
-from trainforge.orchestration.steps import StepOptions, make_step, step, steps_from_yaml
+from trainforge.orchestration.steps import StepDeclaration, make_step, step, steps_from_yaml
 from trainforge.orchestration.values import ValueRef
 from trainforge.session import Session
 from trainforge.storage import Store
@@ -42,7 +42,9 @@ def pipeline(sqlite_store: Store) -> None:
 
 
 def _step(fn, outputs=(), **options):
-    return make_step(fn, StepOptions(outputs=tuple(outputs), **options))
+    wiring = {key: options.pop(key) for key in ("name", "inputs", "params") if key in options}
+    return make_step(fn, StepDeclaration(outputs=tuple(outputs), **wiring,
+                                         options=StepOptions(**options)))
 
 
 def test_a_step_declaring_two_processes_runs_under_torchrun_and_returns_values(
@@ -93,10 +95,10 @@ def test_resources_are_declared_in_python_and_yaml_and_checked() -> None:
     def count(frame: object) -> int:
         return 0
 
-    assert count.to_step().resources.processes == 2
+    assert count.to_step().options.resources.processes == 2
     [declared] = steps_from_yaml([{"uses": "runner_steps:total", "outputs": ["sum"],
                                    "resources": {"processes": 3}}], "p.yaml")
-    assert declared.resources.processes == 3
+    assert declared.options.resources.processes == 3
     assert isinstance(executor_for(declared, None), TorchrunExecutor)
     assert isinstance(executor_for(_step(rs.total, ["sum"]), None), InlineExecutor)
     for resources, problem in (({"processes": 0}, "resources.processes: 0 (expected a whole "

@@ -19,7 +19,8 @@ from trainforge.orchestration import (
     RunOptions,
     ValueStore,
 )
-from trainforge.orchestration.steps import StepOptions, make_step
+from trainforge.orchestration.dag import StepOptions
+from trainforge.orchestration.steps import StepDeclaration, make_step
 from trainforge.storage import Store
 
 
@@ -28,7 +29,9 @@ def _dag(*steps, **options) -> Dag:
 
 
 def _step(fn, outputs=(), **options):
-    return make_step(fn, StepOptions(outputs=tuple(outputs), **options))
+    wiring = {key: options.pop(key) for key in ("name", "inputs", "params") if key in options}
+    return make_step(fn, StepDeclaration(outputs=tuple(outputs), **wiring,
+                                         options=StepOptions(**options)))
 
 
 def _runner(store: Store, values: ValueStore, **options) -> InProcessRunner:

@@ -31,6 +31,9 @@ def test_the_signature_says_inputs_params_and_context() -> None:
     ({"data": ["frame"]}, "data: 'frame' is not a param"),
     ({"retries": 1, "retry_on": ["data"]}, "retry: retry_on: ['data']"),
     ({"retries": -2}, "retry: attempts: -1 (expected 1 or more)"),
+    ({"timeout": -1}, "timeout_s: -1 (expected seconds > 0)"),
+    ({"ttl": 0}, "cache_ttl_s: 0 (expected seconds > 0)"),
+    ({"cache": "sometimes"}, "cache: 'sometimes' (Input should be a valid boolean"),
 ])
 def test_a_bad_declaration_fails_where_it_is_written(options: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")

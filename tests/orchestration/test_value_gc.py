@@ -12,7 +12,7 @@ import runner_steps as rs
 from trainforge.entities import Pipeline, StepState
 from trainforge.orchestration import Dag, InProcessRunner, RunOptions, ValueStore
 from trainforge.orchestration.gc import collect_values
-from trainforge.orchestration.steps import StepOptions, make_step
+from trainforge.orchestration.steps import StepDeclaration, make_step
 from trainforge.storage import Store
 from trainforge.storage.objects import open_object_store
 
@@ -23,9 +23,9 @@ def values(tmp_path: Path) -> ValueStore:
 
 
 def _numbers(count: int) -> Dag:
-    return Dag("p", (make_step(rs.numbers, StepOptions(outputs=("frame",),
+    return Dag("p", (make_step(rs.numbers, StepDeclaration(outputs=("frame",),
                                                        params={"count": count})),
-                     make_step(rs.total, StepOptions(outputs=("sum",)))))
+                     make_step(rs.total, StepDeclaration(outputs=("sum",)))))
 
 
 def test_only_values_that_only_old_pipeline_runs_name_are_deleted(

@@ -235,7 +235,8 @@ def dag(
         return
     for step in graph.order():
         wiring = f"{', '.join(step.inputs) or '-'} -> {', '.join(step.outputs) or '-'}"
-        after = f"  (after {', '.join(step.after)})" if step.after else ""
+        after = (f"  (after {', '.join(step.options.after)})" if step.options.after
+                 else "")
         typer.echo(f"{step.name:<16} {wiring}{after}")
     path = dot or Path(f"{graph.name}.dot")
     path.write_text(drawing)

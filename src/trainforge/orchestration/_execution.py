@@ -245,7 +245,7 @@ def call_in_process(step: Step, inputs: Mapping[str, Any], context: StepContext,
 def _capturing(step: Step, recorder: Any) -> CapturingRecorder | None:
     """A recorder keeping what a step that may be taken from the cache records (a run that
     reuses its outputs replays it), for a step given a recorder."""
-    if not step.cache or step.context is None or recorder is None:
+    if not step.options.cache or step.context is None or recorder is None:
         return None
     return CapturingRecorder(recorder)
 

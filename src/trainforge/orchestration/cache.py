@@ -47,7 +47,7 @@ def step_key(step: Step, inputs: Mapping[str, ValueRef | None],
     parts.inputs = {name: ref.digest for name, ref in inputs.items() if ref is not None}
     try:
         parts.params = {**plain_params(step.params), **plain_params(step.key_params)}
-        parts.data = data_hashes(step.params, step.data)
+        parts.data = data_hashes(step.params, step.options.data)
         if step.key_data is not None:
             parts.data.update(step.key_data())
     except (TypeError, OSError, TrainforgeError) as exc:
@@ -63,14 +63,14 @@ def lookup(store: PipelineRunStore, values: ValueStore, step: Step, key: CacheKe
         return "uncached", None
     if refusal is not None:
         return refusal, None
-    if not step.cache:
+    if not step.options.cache:
         return "disabled", None
     found = store.find_cached(key.digest)
     if found is None:
         return "new", None
-    if step.cache_ttl_s is not None and (
-            found.ended_at is None
-            or found.ended_at < datetime.now(timezone.utc) - timedelta(seconds=step.cache_ttl_s)):
+    ttl = step.options.cache_ttl_s
+    if ttl is not None and (found.ended_at is None or found.ended_at
+                            < datetime.now(timezone.utc) - timedelta(seconds=ttl)):
         return "expired", None
     refs = stored_refs(found.outputs)
     if refs is None or values.missing(list(refs.values())):

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from trainforge.errors import SpecError, TrainforgeError
 
 StepFn = Callable[..., Any]
@@ -71,18 +73,54 @@ class Resources:
                              "number >= 1)"])
 
 
+class StepOptions(BaseModel):
+    """How a step runs beside what it takes and gives, held once, by its `Step` (and its
+    `@step` definition), and validated here however it was declared (`@step(...)`, a YAML
+    step, `StepOptions(...)`: `SpecError` naming the field): `after` the steps it follows
+    without taking their values; `data` the params whose values are data files or folders
+    (their content is hashed into the cache key); `retry` and `timeout_s` (None: the DAG's
+    defaults); `cache` False never reuses outputs; `cache_ttl_s` reuses only outputs younger
+    than that; `resources` what an attempt needs (where it runs: `executors.py`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    after: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+    retry: RetryPolicy | None = None
+    timeout_s: float | None = None
+    cache: bool = True
+    cache_ttl_s: float | None = None
+    resources: Resources = Field(default_factory=Resources)
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            super().__init__(**options)
+        except ValidationError as exc:
+            raise SpecError([
+                f"{'.'.join(str(part) for part in error['loc'])}: {error['input']!r} "
+                f"({error['msg'].removeprefix('Value error, ')})"
+                for error in exc.errors()]) from None
+
+    @field_validator("timeout_s", "cache_ttl_s")
+    @classmethod
+    def _seconds(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("expected seconds > 0")
+        return value
+
+    def following(self, after: Iterable[str]) -> StepOptions:
+        """These options, after the steps `after` instead."""
+        return StepOptions(**{**dict(self), "after": tuple(after)})
+
+
 @dataclass(frozen=True)
 class Step:
     """One unit of work: `fn(**inputs, **params)` returns its `outputs`: a dict holding
-    exactly them, the value itself when there is one, or a tuple in their order.
-
-    `data` names params whose values are data files or folders: their content is hashed into
-    the cache key. `retry` and `timeout_s` (None: the DAG's defaults); `cache` False never
-    reuses outputs; `cache_ttl_s` reuses only outputs younger than that; `resources` what an
-    attempt needs (where it runs: `executors.py`). `key_params` and `key_data` are for steps
-    whose function has its settings and sources bound in (the training chain's): plain values
-    its outputs depend on, and a function giving the content fingerprints of the data it
-    reads, both hashed into the cache key and never passed to the function."""
+    exactly them, the value itself when there is one, or a tuple in their order; `options`
+    how it runs (`StepOptions`). `key_params` and `key_data` are for steps whose function has
+    its settings and sources bound in (the training chain's): plain values its outputs depend
+    on, and a function giving the content fingerprints of the data it reads, both hashed into
+    the cache key and never passed to the function."""
 
     name: str
     fn: StepFn
@@ -91,13 +129,7 @@ class Step:
     params: Mapping[str, Any] = field(default_factory=dict)
     renames: Mapping[str, str] = field(default_factory=dict)
     context: str | None = None
-    after: tuple[str, ...] = ()
-    data: tuple[str, ...] = ()
-    retry: RetryPolicy | None = None
-    timeout_s: float | None = None
-    cache: bool = True
-    cache_ttl_s: float | None = None
-    resources: Resources = field(default_factory=Resources)
+    options: StepOptions = field(default_factory=StepOptions)
     key_params: Mapping[str, Any] = field(default_factory=dict)
     key_data: Callable[[], Mapping[str, str]] | None = None
 
@@ -127,7 +159,7 @@ class Dag:
             raise SpecError([f"dag {self.name!r}: max_parallel: {self.max_parallel} "
                              "(expected 1 or more)"])
         for step in self.steps:
-            unknown = [name for name in step.after if name not in names]
+            unknown = [name for name in step.options.after if name not in names]
             if unknown:
                 raise SpecError([f"step {step.name!r}: after: {unknown} are not steps of "
                                  f"dag {self.name!r}"])
@@ -154,7 +186,8 @@ class Dag:
         ordered: list[Step] = []
         while pending:
             done = {s.name for s in ordered}
-            ready = [s for s in pending if set(s.inputs) <= available and set(s.after) <= done]
+            ready = [s for s in pending
+                     if set(s.inputs) <= available and set(s.options.after) <= done]
             if not ready:
                 stuck = ", ".join(s.name for s in pending)
                 raise SpecError([f"dag {self.name!r}: steps {stuck} wait on each other (a "
@@ -169,8 +202,8 @@ class Dag:
         """The DAG of the steps named (their inputs must be among them): an `after` on a step
         left out is dropped with it."""
         keep = set(names)
-        return Dag(self.name, tuple(replace(step, after=tuple(n for n in step.after
-                                                              if n in keep))
+        return Dag(self.name, tuple(replace(step, options=step.options.following(
+                                        n for n in step.options.after if n in keep))
                                     for step in self.steps if step.name in keep),
                    self.initial, self.retry, self.timeout_s, self.max_parallel)
 
@@ -195,7 +228,7 @@ class Dag:
             "initial": list(self.initial),
             "steps": [
                 {"name": s.name, "inputs": list(s.inputs), "outputs": list(s.outputs),
-                 **({"after": list(s.after)} if s.after else {})}
+                 **({"after": list(s.options.after)} if s.options.after else {})}
                 for s in self.steps
             ],
         }
@@ -205,7 +238,7 @@ def upstream(dag: Dag) -> dict[str, set[str]]:
     """Each step's direct predecessors: the steps producing its inputs, and its `after`."""
     producer = {output: step.name for step in dag.steps for output in step.outputs}
     return {step.name: {producer[name] for name in step.inputs if name in producer}
-            | set(step.after) for step in dag.steps}
+            | set(step.options.after) for step in dag.steps}
 
 
 def downstream(dag: Dag, names: Iterable[str]) -> set[str]:
@@ -231,7 +264,7 @@ def to_dot(dag: Dag) -> str:
             source = producer.get(name, name)
             lines.append(f"  {_quoted(source)} -> {_quoted(step.name)} [label={_quoted(name)}];")
         lines += [f"  {_quoted(before)} -> {_quoted(step.name)} [style=dotted];"
-                  for before in step.after]
+                  for before in step.options.after]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -356,8 +356,8 @@ def _worker_failure(work: Path, step: str, exit_code: int,
 def executor_for(step: Step, timeout_s: float | None) -> Executor:
     """The executor the runner gives a step: torchrun for more than one process, a process of
     its own with a timeout, else the runner's thread."""
-    if step.resources.processes > 1:
-        return TorchrunExecutor(Launch(step.resources.processes))
+    if step.options.resources.processes > 1:
+        return TorchrunExecutor(Launch(step.options.resources.processes))
     if timeout_s is not None:
         return ProcessExecutor()
     return InlineExecutor()

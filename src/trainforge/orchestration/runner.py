@@ -334,8 +334,9 @@ class _Execution:
                                  cached_from=hit.step_run_id), refs)
             self.runner.listener(StepEvent(step.name, "cached"))
             return
-        policy = step.retry or self.dag.retry
-        timeout = step.timeout_s if step.timeout_s is not None else self.dag.timeout_s
+        policy = step.options.retry or self.dag.retry
+        timeout = (step.options.timeout_s if step.options.timeout_s is not None
+                   else self.dag.timeout_s)
         for number in range(1, policy.attempts + 1):
             started = _now()
             store.update_step_run(row.step_run_id, StepState.RUNNING, started_at=started,

@@ -23,34 +23,30 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.errors import SpecError
-from trainforge.orchestration.dag import Dag, Resources, RetryPolicy, Step
+from trainforge.orchestration.dag import Dag, Resources, RetryPolicy, Step, StepOptions
 
 _CONTEXT_NAMES = ("ctx", "context")
 
 
 @dataclass(frozen=True)
-class StepOptions:
-    """How a step is placed and run; None leaves the pipeline's default."""
+class StepDeclaration:
+    """A step as declared, before its function's signature is read: its name (None: the
+    function's), outputs, inputs (argument -> value name, where they differ), params, and
+    how it runs (`StepOptions`)."""
 
     name: str | None = None
     outputs: tuple[str, ...] = ()
     inputs: Mapping[str, str] = field(default_factory=dict)
     params: Mapping[str, Any] = field(default_factory=dict)
-    after: tuple[str, ...] = ()
-    data: tuple[str, ...] = ()
-    retry: RetryPolicy | None = None
-    timeout_s: float | None = None
-    cache: bool = True
-    cache_ttl_s: float | None = None
-    resources: Resources = field(default_factory=Resources)
+    options: StepOptions = field(default_factory=StepOptions)
 
 
 class StepDefinition:
-    """A function with its step options; calling it calls the function."""
+    """A function with its step declaration; calling it calls the function."""
 
-    def __init__(self, fn: Callable[..., Any], options: StepOptions) -> None:
+    def __init__(self, fn: Callable[..., Any], declared: StepDeclaration) -> None:
         self.fn = fn
-        self.options = options
+        self.declared = declared
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -58,7 +54,7 @@ class StepDefinition:
 
     @property
     def name(self) -> str:
-        return self.options.name or self.fn.__name__
+        return self.declared.name or self.fn.__name__
 
     def using(self, *, name: str | None = None, inputs: Mapping[str, str] | None = None,
               outputs: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
@@ -66,16 +62,17 @@ class StepDefinition:
         """The same function as another step: renamed, wired to other values (`inputs`:
         argument -> value name; other `outputs`), other params (merged over these), placed
         after other steps."""
-        options = replace(
-            self.options, name=name or self.options.name,
-            inputs={**self.options.inputs, **(inputs or {})},
-            outputs=tuple(outputs) if outputs is not None else self.options.outputs,
-            params={**self.options.params, **(params or {})},
-            after=tuple(after) if after is not None else self.options.after)
-        return StepDefinition(self.fn, options)
+        declared = self.declared
+        return StepDefinition(self.fn, replace(
+            declared, name=name or declared.name,
+            inputs={**declared.inputs, **(inputs or {})},
+            outputs=tuple(outputs) if outputs is not None else declared.outputs,
+            params={**declared.params, **(params or {})},
+            options=declared.options.following(after) if after is not None
+            else declared.options))
 
     def to_step(self) -> Step:
-        return make_step(self.fn, self.options)
+        return make_step(self.fn, self.declared)
 
 
 def step(fn: Callable[..., Any] | None = None, *, outputs: Sequence[str] = (),
@@ -91,26 +88,28 @@ def step(fn: Callable[..., Any] | None = None, *, outputs: Sequence[str] = (),
     (the step then runs in a process of its own); `data` names params holding data paths,
     whose content is hashed into the cache key; `cache` False or a `ttl` in seconds limit
     reuse; `processes` > 1 runs each attempt as that many processes under torchrun, in one
-    process group (rank 0's return value is the step's)."""
+    process group (rank 0's return value is the step's). `SpecError` naming the field of a
+    bad one, where it is written."""
     retry = None
     if retries or retry_on is not None:
         retry = RetryPolicy(retries + 1, backoff_s, max_backoff_s, jitter,
                             tuple(retry_on) if retry_on is not None else ("transient",
                                                                            "timeout"))
-    options = StepOptions(name, tuple(outputs), dict(inputs or {}), dict(params or {}),
-                          tuple(after), tuple(data), retry, timeout, cache, ttl,
-                          Resources(processes))
+    declared = StepDeclaration(name, tuple(outputs), dict(inputs or {}), dict(params or {}),
+                               StepOptions(after=tuple(after), data=tuple(data), retry=retry,
+                                           timeout_s=timeout, cache=cache, cache_ttl_s=ttl,
+                                           resources=Resources(processes)))
 
     def declare(function: Callable[..., Any]) -> StepDefinition:
-        make_step(function, options)  # a bad declaration fails where it is written
-        return StepDefinition(function, options)
+        make_step(function, declared)  # a bad declaration fails where it is written
+        return StepDefinition(function, declared)
 
     return declare(fn) if fn is not None else declare
 
 
-def make_step(fn: Callable[..., Any], options: StepOptions) -> Step:
-    """The `Step` of `fn` with `options`: inputs, params and context from its signature."""
-    name = str(options.name or getattr(fn, "__name__", "step"))
+def make_step(fn: Callable[..., Any], declared: StepDeclaration) -> Step:
+    """The `Step` of `fn` as `declared`: inputs, params and context from its signature."""
+    name = str(declared.name or getattr(fn, "__name__", "step"))
     where = f"step {name!r} ({_qualified(fn)})"
     try:
         signature = inspect.signature(fn)
@@ -127,20 +126,19 @@ def make_step(fn: Callable[..., Any], options: StepOptions) -> Step:
         else:
             defaults[argument.name] = argument.default
     problems = [f"{where}: inputs: {arg!r} is not an argument without a default"
-                for arg in options.inputs if arg not in inputs]
+                for arg in declared.inputs if arg not in inputs]
     problems += [f"{where}: params: {param!r} is not an argument with a default "
-                 f"(params: {sorted(defaults)})" for param in options.params
+                 f"(params: {sorted(defaults)})" for param in declared.params
                  if param not in defaults]
-    problems += [f"{where}: data: {param!r} is not a param" for param in options.data
+    problems += [f"{where}: data: {param!r} is not a param" for param in declared.options.data
                  if param not in defaults]
     if problems:
         raise SpecError(problems)
-    values = tuple(options.inputs.get(arg, arg) for arg in inputs)
-    renames = {options.inputs[arg]: arg for arg in inputs
-               if options.inputs.get(arg, arg) != arg}
-    return Step(name, fn, values, options.outputs, {**defaults, **options.params}, renames,
-                context, options.after, options.data, options.retry, options.timeout_s,
-                options.cache, options.cache_ttl_s, options.resources)
+    values = tuple(declared.inputs.get(arg, arg) for arg in inputs)
+    renames = {declared.inputs[arg]: arg for arg in inputs
+               if declared.inputs.get(arg, arg) != arg}
+    return Step(name, fn, values, declared.outputs, {**defaults, **declared.params}, renames,
+                context, declared.options)
 
 
 def _is_context(argument: inspect.Parameter) -> bool:
@@ -161,7 +159,7 @@ def as_step(item: StepDefinition | Step | Callable[..., Any]) -> Step:
         return item.to_step()
     if isinstance(item, Step):
         return item
-    return make_step(item, StepOptions())
+    return make_step(item, StepDeclaration())
 
 
 class Pipeline:
@@ -229,7 +227,7 @@ _YAML_FIELDS = {"name", "uses", "inputs", "outputs", "params", "after", "data", 
                 "backoff", "retry_on", "timeout", "cache", "ttl", "resources"}
 
 
-def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
+def _yaml_options(entry: dict[str, Any], at: str) -> StepDeclaration:
     inputs = entry.get("inputs") or {}
     if isinstance(inputs, list):
         inputs = {str(name): str(name) for name in inputs}
@@ -240,12 +238,16 @@ def _yaml_options(entry: dict[str, Any], at: str) -> StepOptions:
     params = entry.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError([f"{at}.params: expected a mapping of argument -> value"])
-    retry = yaml_retry(entry, at)
-    timeout, ttl = yaml_seconds(entry, "timeout", at), yaml_seconds(entry, "ttl", at)
-    return StepOptions(entry.get("name"), lists["outputs"],
-                       {str(k): str(v) for k, v in inputs.items()}, params,
-                       lists["after"], lists["data"], retry, timeout,
-                       bool(entry.get("cache", True)), ttl, _yaml_resources(entry, at))
+    options = {"after": lists["after"], "data": lists["data"], "retry": yaml_retry(entry, at),
+               "timeout_s": yaml_seconds(entry, "timeout", at),
+               "cache": entry.get("cache", True), "cache_ttl_s": yaml_seconds(entry, "ttl", at),
+               "resources": _yaml_resources(entry, at)}
+    try:
+        checked = StepOptions(**options)
+    except SpecError as exc:
+        raise SpecError([f"{at}.{problem}" for problem in exc.problems]) from exc
+    return StepDeclaration(entry.get("name"), lists["outputs"],
+                           {str(k): str(v) for k, v in inputs.items()}, params, checked)
 
 
 def _yaml_resources(entry: dict[str, Any], at: str) -> Resources:

@@ -27,6 +27,7 @@ from typing import Any
 from trainforge.config import PipelineSpec
 from trainforge.errors import TrainforgeError
 from trainforge.orchestration import Dag, Step, StepContext
+from trainforge.orchestration.dag import StepOptions
 from trainforge.orchestration.steps import steps_from_yaml
 from trainforge.pipeline import _data_quality, _steps, _streaming
 from trainforge.pipeline import _values as _values  # registers the values stored per step
@@ -69,7 +70,7 @@ def build_training_dag(
     steps = (
         *reading,
         *checks,
-        replace(split, after=tuple(step.name for step in checks)),
+        replace(split, options=split.options.following(step.name for step in checks)),
         featurize,
         _recorded("train", partial(_steps.train, spec, tuple(callbacks), preemption),
                   ("dataset",), ("trained",)),
@@ -106,8 +107,9 @@ def _recorded(name: str, fn: Callable[..., dict[str, Any]], inputs: tuple[str, .
               source: Callable[[], Mapping[str, str]] | None = None) -> Step:
     """A standard step; a data step (`keyed` by the spec sections it depends on, `source`
     fingerprinting what it reads) is taken from the cache like any step."""
-    return Step(name, Recorded(fn), inputs, outputs, context="context", after=after,
-                cache=keyed is not None, key_params=keyed or {}, key_data=source)
+    return Step(name, Recorded(fn), inputs, outputs, context="context",
+                options=StepOptions(after=after, cache=keyed is not None),
+                key_params=keyed or {}, key_data=source)
 
 
 def _data_steps(spec: PipelineSpec, data: DataRepository | None,
