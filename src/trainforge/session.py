@@ -4,8 +4,11 @@ environment or holds process-wide state for a run.
     settings     where things live (`Settings`: home, database URL, artifact root)
     store        the SQL store of the settings' database
     artifacts    the artifact store under the settings' artifact root
+    user         who acts (`TRAINFORGE_USER`, else the operating system's user)
+    events       where its events about runs go (`EventPublisher`: the store's outbox)
     credentials  storage options by location (`Credentials`): the credentials file's
-                 (`TRAINFORGE_CREDENTIALS`), and a spec's for its data source and checkpoint
+                 (`TRAINFORGE_CREDENTIALS`, its named profile `TRAINFORGE_PROFILE` over the
+                 rest), and a spec's for its data source and checkpoint
                  location over them, given by the entry point that holds the spec; never
                  recorded
 
@@ -22,10 +25,15 @@ listing reopening its source).
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from trainforge.config import Credentials, Settings
+from trainforge.errors import SpecError
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
+
+if TYPE_CHECKING:
+    from trainforge.events import EventPublisher
 
 
 class Session:
@@ -44,12 +52,31 @@ class Session:
              credentials: Credentials | None = None) -> Session:
         """A session of `settings` (default: the environment's, read here, at the entry
         point); what is not given is opened from them on first use. Its credentials are
-        those of the settings' credentials file (`TRAINFORGE_CREDENTIALS`), with
-        `credentials` over them; `SpecError` naming the file when it does not read."""
+        those of the settings' credentials file (`TRAINFORGE_CREDENTIALS`, with its profile
+        `TRAINFORGE_PROFILE` over the rest), with `credentials` over them; `SpecError` naming
+        the file when it does not read, or the profile it lacks."""
         settings = settings or Settings.from_env()
-        given = (Credentials.from_file(settings.credentials_file)
-                 if settings.credentials_file is not None else Credentials())
+        if settings.credentials_file is not None:
+            given = Credentials.from_file(settings.credentials_file, settings.profile)
+        elif settings.profile is not None:
+            raise SpecError([f"TRAINFORGE_PROFILE={settings.profile} names a profile of the "
+                             "credentials file, and TRAINFORGE_CREDENTIALS names none"])
+        else:
+            given = Credentials()
         return cls(settings, store, artifacts, given.merged(credentials or Credentials()))
+
+    @property
+    def events(self) -> EventPublisher:
+        """Where this session's events about runs go: the store's outbox."""
+        from trainforge.events import OutboxPublisher
+
+        return OutboxPublisher(self.store)
+
+    @property
+    def user(self) -> str:
+        """Who acts in this session (`TRAINFORGE_USER`, else the operating system's user):
+        what a run's process record and the registry's stage history name."""
+        return self.settings.user
 
     @property
     def store(self) -> Store:

@@ -92,3 +92,65 @@ def test_a_bad_credentials_file_is_refused_naming_it_and_the_entry(tmp_path) -> 
         assert str(path) in str(refused.value) and problem in str(refused.value), text
     with pytest.raises(SpecError, match="missing.yaml: file not found"):
         Credentials.from_file(tmp_path / "missing.yaml")
+
+
+PROFILED = """
+locations:
+  s3://team: {key: a-key, secret: a-secret}
+  s3://shared: {key: s-key, secret: s-secret}
+profiles:
+  prod:
+    locations:
+      s3://team: {key: p-key, secret: p-secret}
+  empty: {locations: {}}
+"""
+
+
+def test_a_named_profile_puts_its_locations_over_the_files_others(tmp_path) -> None:
+    path = tmp_path / "credentials.yaml"
+    path.write_text(PROFILED)
+    prod = Credentials.from_file(path, "prod")
+    assert prod.options_for("s3://team/ckpt") == {"key": "p-key", "secret": "p-secret"}
+    assert prod.options_for("s3://shared/data") == {"key": "s-key", "secret": "s-secret"}
+    assert Credentials.from_file(path).options_for("s3://team/ckpt")["key"] == "a-key"
+    assert Credentials.from_file(path, "empty").options_for("s3://team")["key"] == "a-key"
+
+
+def test_a_profile_the_file_lacks_or_a_malformed_one_is_refused(tmp_path) -> None:
+    from trainforge.errors import SpecError
+
+    path = tmp_path / "credentials.yaml"
+    path.write_text(PROFILED)
+    with pytest.raises(SpecError) as refused:
+        Credentials.from_file(path, "staging")
+    assert str(refused.value) == (f"{path}: has no profile 'staging' (TRAINFORGE_PROFILE); "
+                                  "its profiles: ['empty', 'prod']")
+    for text, problem in (
+            ("profiles: [prod]\n", "profiles: expected a mapping of name -> locations"),
+            ("profiles:\n  prod: {s3://team: {key: k}}\n",
+             "profiles.prod: expected a mapping with `locations:` and nothing else"),
+            ("profiles:\n  prod: {locations: {s3://team: k}}\n",
+             "profiles.prod.locations.s3://team: expected a mapping of storage options")):
+        path.write_text(text)
+        with pytest.raises(SpecError) as refused:
+            Credentials.from_file(path, "prod")
+        assert f"{path}: {problem}" in str(refused.value), text
+
+
+def test_a_session_opens_with_the_profile_the_environment_names(tmp_path) -> None:
+    from trainforge.config import Settings
+    from trainforge.errors import SpecError
+    from trainforge.session import Session
+
+    path = tmp_path / "credentials.yaml"
+    path.write_text(PROFILED)
+    env = {"TRAINFORGE_HOME": str(tmp_path / "home"), "TRAINFORGE_CREDENTIALS": str(path),
+           "TRAINFORGE_PROFILE": "prod", "TRAINFORGE_USER": "alice"}
+    session = Session.open(Settings.from_env(env))
+    assert session.credentials.options_for("s3://team")["key"] == "p-key"
+    assert session.user == "alice"
+    del env["TRAINFORGE_CREDENTIALS"]
+    with pytest.raises(SpecError, match="TRAINFORGE_PROFILE=prod names a profile of the "
+                                        "credentials file, and TRAINFORGE_CREDENTIALS names "
+                                        "none"):
+        Session.open(Settings.from_env(env))

@@ -146,6 +146,20 @@ def test_an_alerts_tags_and_event_are_written_together(store: Store) -> None:
     assert len(store.list_event_deliveries().items) == 1
 
 
+def test_a_sessions_publisher_writes_an_alerts_tags_and_event_to_the_outbox(
+        store: Store) -> None:
+    from trainforge.events import Event, OutboxPublisher
+
+    subscribe(store, "http://127.0.0.1:9/hook", DATA_EVENTS, "HOOK_SECRET")
+    [version] = _versions(store, count=1)
+    event = Event("data.validation_failed", {"summary": "3 rows broken"}, event_id="v1")
+    OutboxPublisher(store).record_and_announce(version.run_id, {"validation": {"passed": False}},
+                                               event)
+    assert store.get_run(version.run_id).tags["validation"] == {"passed": False}
+    [delivery] = store.list_event_deliveries(DeliveryState.PENDING).items
+    assert (delivery.event.event_id, delivery.event.subject) == ("v1", f"run:{version.run_id}")
+
+
 @pytest.mark.parametrize("down", ["refused", "503"])
 def test_a_receiver_down_for_a_while_gets_every_event_once_in_order(
     store: Store, down: str

@@ -57,3 +57,9 @@ def test_a_run_reads_back_what_was_written_and_keeps_what_it_does_not_know(
     stored = store.get_run(run.run_id)
     assert system_of(stored) == written.merged(SystemRecord(pipeline_run="p1"))
     assert stored.system["added_later"] == {"x": 1}
+
+
+def test_the_process_entry_names_who_started_the_run() -> None:
+    assert process_record("alice").entries()["process"]["user"] == "alice"
+    older = SystemRecord.model_validate({"process": {"host": "h", "pid": 1}})
+    assert older.process is not None and older.process.user == ""  # recorded before users

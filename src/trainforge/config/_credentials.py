@@ -15,6 +15,10 @@ The file (keep it readable by its owner only):
         key: AKIA...
         secret: ...
         client_kwargs: {endpoint_url: "http://minio:9000"}
+    profiles:                      # TRAINFORGE_PROFILE=prod: its locations over the above
+      prod:
+        locations:
+          s3://team-bucket: {key: AKIB..., secret: ...}
 
 A lookup takes the entry of the location itself, else that of the longest entry the location
 lies under (`s3://bucket/ckpt` covers `s3://bucket/ckpt/<run>/step-10`).
@@ -39,20 +43,31 @@ class Credentials:
                              for location, options in (by_location or {}).items()}
 
     @classmethod
-    def from_file(cls, path: Path) -> Credentials:
-        """The storage options of a credentials file's `locations`; `SpecError` naming the
-        file and the entry that is not a location with a mapping of options."""
+    def from_file(cls, path: Path, profile: str | None = None) -> Credentials:
+        """The storage options of a credentials file's `locations`, with those of its named
+        `profile` (`profiles: {NAME: {locations: ...}}`) over them; `SpecError` naming the
+        file and the entry that is not a location with a mapping of options, or the profile
+        it does not have."""
         document = read_yaml_mapping(path)
-        locations = document.get("locations")
-        if set(document) != {"locations"} or not isinstance(locations, dict):
+        if not set(document) or set(document) - {"locations", "profiles"}:
             raise SpecError([f"{path}: expected a mapping with `locations:` (location -> "
-                             "storage options) and nothing else"])
-        problems = [f"{path}: locations.{location}: expected a mapping of storage options"
-                    for location, options in locations.items()
-                    if not isinstance(location, str) or not isinstance(options, dict)]
-        if problems:
-            raise SpecError(problems)
-        return cls(locations)
+                             "storage options) and `profiles:` (name -> locations), and "
+                             "nothing else"])
+        profiles = document.get("profiles") or {}
+        if not isinstance(profiles, dict):
+            raise SpecError([f"{path}: profiles: expected a mapping of name -> locations"])
+        found = cls(_locations(path, document, "locations"))
+        if profile is None:
+            return found
+        if profile not in profiles:
+            raise SpecError([f"{path}: has no profile {profile!r} (TRAINFORGE_PROFILE); its "
+                             f"profiles: {sorted(profiles) or 'none'}"])
+        named = profiles[profile]
+        if not isinstance(named, dict) or set(named) != {"locations"}:
+            raise SpecError([f"{path}: profiles.{profile}: expected a mapping with "
+                             "`locations:` and nothing else"])
+        return found.merged(cls(_locations(path, named, "locations",
+                                           f"profiles.{profile}.locations")))
 
     def options_for(self, location: str) -> dict[str, Any] | None:
         """The options `location` opens with, or None when none were given for it."""
@@ -73,3 +88,19 @@ class Credentials:
 
     def __repr__(self) -> str:
         return f"Credentials(locations={self.locations()})"
+
+
+def _locations(path: Path, document: Mapping[str, Any], key: str,
+               where: str = "locations") -> dict[str, Any]:
+    """The `key` entry of `document`: storage options by location; `SpecError` naming the
+    file and each entry that is not a location with a mapping of options."""
+    locations = document.get(key) or {}
+    if not isinstance(locations, dict):
+        raise SpecError([f"{path}: {where}: expected a mapping with `locations:` of location "
+                         "-> storage options"])
+    problems = [f"{path}: {where}.{location}: expected a mapping of storage options"
+                for location, options in locations.items()
+                if not isinstance(location, str) or not isinstance(options, dict)]
+    if problems:
+        raise SpecError(problems)
+    return locations

@@ -11,6 +11,8 @@ without a store) call `Settings.from_env()`; nothing below them reads the enviro
                           (default: the operating system's user name)
     TRAINFORGE_CREDENTIALS  a YAML file of storage options by location (`Credentials.from_file`),
                           which a session opens those locations with (default: none)
+    TRAINFORGE_PROFILE    a profile of that file whose locations go over its others
+                          (default: none)
 
 The database URL may hold a password, so it is a `SecretUrl`: its repr and `str()` are masked,
 and `database_url_shown` renders it with the password hidden. `Settings` is a plain frozen
@@ -67,6 +69,7 @@ class Settings:
     artifact_root: str
     user: str = ""
     credentials_file: Path | None = None
+    profile: str | None = None
 
     @classmethod
     def from_env(
@@ -83,6 +86,7 @@ class Settings:
             user=env.get("TRAINFORGE_USER") or _os_user(),
             credentials_file=Path(env["TRAINFORGE_CREDENTIALS"])
             if env.get("TRAINFORGE_CREDENTIALS") else None,
+            profile=env.get("TRAINFORGE_PROFILE") or None,
         )
 
     @property

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         outbox_event,
         stage_event,
     )
+    from trainforge.events._publisher import EventPublisher, OutboxPublisher
     from trainforge.events._webhooks import SIGNATURE_HEADER, request, sign, subscribe
 
 _EXPORTS = {
@@ -44,7 +45,9 @@ _EXPORTS = {
     "Deliverer": "trainforge.events._deliverer",
     "DelivererStore": "trainforge.events._deliverer",
     "Event": "trainforge.events._event",
+    "EventPublisher": "trainforge.events._publisher",
     "KNOWN_EVENTS": "trainforge.events._event",
+    "OutboxPublisher": "trainforge.events._publisher",
     "PROMOTION_REFUSED": "trainforge.events._event",
     "Pass": "trainforge.events._deliverer",
     "SIGNATURE_HEADER": "trainforge.events._webhooks",
@@ -69,7 +72,9 @@ __all__ = [
     "Deliverer",
     "DelivererStore",
     "Event",
+    "EventPublisher",
     "KNOWN_EVENTS",
+    "OutboxPublisher",
     "PROMOTION_REFUSED",
     "Pass",
     "SIGNATURE_HEADER",

@@ -123,9 +123,9 @@ def run_steps(dag: Dag, session: Session, *, options: RunOptions | None = None,
     pipeline_run_id = resume or uuid.uuid4().hex
     handle = open_run(dag.name, session, resume=run_id, pipeline_id=dag.name,
                       system=SystemRecord(pipeline_source=dict(source or {}),
-                                          process=process_record().process))
+                                          process=process_record(session.user).process))
     if run_id is not None:
-        handle.set_system(process_record())  # the process that continues it now
+        handle.set_system(process_record(session.user))  # the process continuing it now
     with handle:
         return drive(dag, session, handle, source=source, resume=resume,
                      pipeline_run_id=pipeline_run_id, options=options, listener=listener)

@@ -192,7 +192,7 @@ def tracked_run(
     preemption = plan.preemption_notice()
     dag = plan.dag(session.store, callbacks, preemption,
                    open_repository(session.settings, session.store),
-                   DataAlerts(session.store))
+                   DataAlerts(session.events))
     session.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )
@@ -203,7 +203,7 @@ def tracked_run(
     with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
             handle.log_params(plan.spec.model_dump(mode="json"))  # the spec this attempt runs
-            handle.set_system(plan.system_record().merged(process_record()).merged(
+            handle.set_system(plan.system_record().merged(process_record(session.user)).merged(
                 SystemRecord(resume=ResumeEntry(
                     changes=[c.to_json() for c in resumed.changes]))))
         yield tracked
@@ -267,7 +267,7 @@ def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | No
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
                                    session.artifacts.run_uri(new_id))
-    system = (plan.system_record().merged(process_record())
+    system = (plan.system_record().merged(process_record(session.user))
               .merged(checkpoint_record(spec.training.checkpoint, location))
               .merged(SystemRecord(job=job)))
     try:

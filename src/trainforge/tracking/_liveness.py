@@ -17,10 +17,11 @@ from trainforge.tracking._system import ProcessEntry, SystemRecord, system_of
 STALE_HEARTBEAT_S = 60.0  # six missed heartbeats: a run on another host is taken as dead
 
 
-def process_record() -> SystemRecord:
+def process_record(user: str = "") -> SystemRecord:
     """The `process` entry of a run's system namespace: where it runs, so a resume can tell
-    whether it still does."""
-    return SystemRecord(process=ProcessEntry(host=socket.gethostname(), pid=os.getpid()))
+    whether it still does, and who started it (`user`, the session's)."""
+    return SystemRecord(process=ProcessEntry(host=socket.gethostname(), pid=os.getpid(),
+                                             user=user))
 
 
 def is_alive(run: Run, now: datetime | None = None) -> bool:

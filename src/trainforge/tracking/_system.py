@@ -5,7 +5,8 @@ against). Nothing it decides is read from params or tags.
 
 One model, `SystemRecord`, and one writer per entry:
 
-    process          where the run's process is           tracking.process_record
+    process          where the run's process is, and who   tracking.process_record
+                     started it
     spec             the spec file and overrides run      pipeline's PipelinePlan.system_record
     resolved_spec    the spec they resolved to (secrets   PipelinePlan.system_record
                      masked): what a resume compares,
@@ -49,6 +50,7 @@ class _Entry(BaseModel):
 class ProcessEntry(_Entry):
     host: str
     pid: int
+    user: str = ""  # who acts in the session that started it ("" before it was recorded)
 
 
 class SpecEntry(_Entry):
