@@ -15,7 +15,7 @@ One model, `SystemRecord`, and one writer per entry:
     checkpoint       location and policy (no credentials) pipeline.checkpoint_record
     job              a multi-node job's key               the store's reopen_run, or the run's
                                                           creation by a job's launcher
-    resume           the neutral spec changes resumed     the tracked run's driver (run_tracked)
+    resume           the neutral spec changes resumed     the tracked run's opener (tracked_run)
     pipeline_run     the pipeline run it records          the runner's driver of the run
     pipeline_source  where a user pipeline was declared   orchestration's run_steps
     distributed      the launch's shape                   the torchrun launcher
