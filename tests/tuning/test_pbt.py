@@ -312,3 +312,25 @@ def test_a_donor_whose_save_failed_is_not_exploited(project: Path,
     assert blocker.loads[-4:] == [(m, 6) for m in range(4)]
     assert sum("saving the checkpoint of step 12 failed" in r.message
                for r in caplog.records) == 4
+
+
+def test_a_study_takes_its_data_steps_from_a_run_of_the_same_data(project: Path) -> None:
+    """The population's dataset is prepared as the study's pipeline run, whose data steps a
+    plain run of the spec computed already (the tuning section is not theirs to depend on)."""
+    from home import home_store
+
+    from trainforge.entities import StepState
+    from trainforge.pipeline import run_pipeline
+
+    ran = run_pipeline(project / "pipeline.yaml", [*BASE, "registry=null"])
+    result = run_pbt(project / "pipeline.yaml", [*BASE, tuning(population=2, interval=17)])
+    store = home_store()
+    steps = {}
+    for run in (ran.run, result.study):
+        recorded = store.get_run(run.run_id).system["pipeline_run"]
+        steps[run.run_id] = {a.step: a for a in store.list_step_runs(recorded)}
+    plain, study = steps[ran.run.run_id], steps[result.study.run_id]
+    assert sorted(study) == ["features", "ingest", "split", "validate"]
+    for step, attempt in study.items():
+        assert attempt.state is StepState.CACHED and attempt.cached_from == plain[step].step_run_id
+    assert store.get_run(result.study.run_id).data_version_id == ran.run.data_version_id

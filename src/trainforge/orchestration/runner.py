@@ -1,7 +1,7 @@
 """Runners of a `Dag`.
 
-    run_dag          every step once, in memory, in this process (no states, no cache): the
-                     data preparation a tuning study shares
+    run_dag          every step once, in memory, in this process (no states, no cache): a
+                     DAG tried out in a notebook or a test
     InProcessRunner  a pipeline run: states persisted per attempt (`pipeline_runs`,
                      `step_runs`), values through the value store, cache, retries with
                      backoff, each attempt where an executor puts it (`executors.py`: the

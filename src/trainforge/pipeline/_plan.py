@@ -62,10 +62,11 @@ class PipelinePlan:
         return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
                                   quality, str(self.source or SPEC_OBJECT), self.steps)
 
-    def data_dag(self) -> Dag:
+    def data_dag(self, data: DataRepository | None = None) -> Dag:
         """The chain's ingest, validate, split and features steps alone: what prepares the
-        dataset (a PBT study's, once)."""
-        return self.dag(None, quality=False).only(DATA_STEPS)
+        dataset (a PBT study's, once; taken from the cache of any run of the same data).
+        `data` hashes the files read and reads pinned data versions."""
+        return self.dag(None, data=data, quality=False).only(DATA_STEPS)
 
     def preemption_notice(self) -> PreemptionNotice:
         """A notice of the spec's `training.checkpoint.preempt_on` signals (not installed)."""

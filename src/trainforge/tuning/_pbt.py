@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.config import PbtSpec, PipelineSpec, TuningSpec
-from trainforge.entities import Run
+from trainforge.entities import Pipeline, Run
 from trainforge.errors import CheckpointError, RunFailed, TrainforgeError
-from trainforge.orchestration import run_dag
+from trainforge.orchestration import drive
 from trainforge.pipeline import (
     Dataset,
     PipelinePlan,
@@ -56,6 +56,7 @@ from trainforge.tuning._pbt_lineage import (
 from trainforge.tuning._pbt_member import PbtMember, StopAt, score, weights_sha256
 from trainforge.tuning._pbt_select import plan_exploits, rank
 from trainforge.tuning._pbt_space import Values, explore, initial_values, spec_with
+from trainforge.versioning import open_repository
 
 SPEC_OBJECT = "<PipelineSpec object>"
 
@@ -159,8 +160,14 @@ class _Study:
         )
 
     def _prepare(self, study: RunHandle) -> Dataset:
-        """ingest → validate → split → features, once for the population."""
-        dataset: Dataset = run_dag(self.plan.data_dag(), {}, recorder=study)["dataset"]
+        """ingest → validate → split → features, once for the population, as the study's
+        pipeline run (its steps taken from the cache of a run of the same data)."""
+        session = self.session
+        dag = self.plan.data_dag(open_repository(session.settings, session.store))
+        session.store.upsert_pipeline(  # the chain's wiring, as a run of the spec records it
+            Pipeline(dag.name, dag.name, self.plan.dag(None).describe()))
+        dataset: Dataset = drive(dag, session, study,
+                                 source=self.plan.source_record()).value("dataset")
         return dataset
 
     def _open_member(self, study: RunHandle, index: int, stack: ExitStack) -> PbtMember:
