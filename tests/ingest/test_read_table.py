@@ -35,7 +35,8 @@ def test_public_api() -> None:
         "SourceFileInfo", "SourceListing", "StoredLineMaps", "check_columns", "content_id",
         "count_rows", "csv_rows_without_parsing", "data_version_of", "file_batches", "file_sha256",
         "iter_batches", "list_source_files", "option_names",
-        "read_columns", "read_table", "reopen_filesystem", "stat_key", "with_partitions"]
+        "read_columns", "read_table", "reopen_filesystem", "source_fingerprint", "stat_key",
+        "with_partitions"]
 
 
 def test_reads_one_csv_file_with_its_hash_and_size(tmp_path: Path) -> None:
