@@ -258,7 +258,7 @@ def test_resume_refuses_a_pipeline_run_whose_process_lives_and_continues_a_dead_
         while True:
             assert time.monotonic() < deadline and holder.poll() is None
             runs = store.list_runs(pipeline_id="held").items
-            if runs:  # the tracked run names its pipeline run before the runner records it
+            if runs and "pipeline_run" in runs[0].system:  # named once the row is written
                 pipeline_run = runs[0].system["pipeline_run"]
                 with contextlib.suppress(NotFound):
                     if any(a.state is StepState.RUNNING

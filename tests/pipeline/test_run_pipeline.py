@@ -9,7 +9,7 @@ import socket
 import pytest
 from home import home_store
 
-from trainforge.config import load_spec
+from trainforge.config import Settings, load_spec
 from trainforge.entities import RunStatus
 from trainforge.errors import SpecError
 from trainforge.pipeline import plan_pipeline, run_pipeline
@@ -49,7 +49,8 @@ def test_system_state_is_kept_apart_from_params_and_tags(fraud_project):
     path = fraud_project / "pipeline.yaml"
     result = run_pipeline(path, ONE_EPOCH)
     run = home_store().get_run(result.run.run_id)
-    assert run.system["process"] == {"host": socket.gethostname(), "pid": os.getpid()}
+    assert run.system["process"] == {"host": socket.gethostname(), "pid": os.getpid(),
+                                     "user": Settings.from_env().user}
     assert run.system["spec"] == {"path": str(path), "overrides": ONE_EPOCH}
     checkpoint = run.system["checkpoint"]
     assert checkpoint["location"] == f"{run.artifact_uri}/checkpoints"
