@@ -40,6 +40,8 @@ from trainforge.orchestration._execution import (
 )
 
 SENT = ("inputs", "pipeline_run_id", "attempt", "run_id")  # what the executing node sends
+CALL_FILE = "call.pkl"  # the executing node's call
+JOIN_FILE = "join.pkl"  # a joining node's own definition of the step
 
 
 def main(folder: Path) -> int:
@@ -53,7 +55,7 @@ def main(folder: Path) -> int:
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
-        call = _the_call(local, executing=(folder / "call.pkl").exists())
+        call = _the_call(local, executing=(folder / CALL_FILE).exists())
         recorder = _recorder(call, rank)
         produced = call_elsewhere(call, recorder)
         refs = [store_outputs(call, produced) if rank == 0 else None]
@@ -74,11 +76,11 @@ def main(folder: Path) -> int:
 
 
 def _local_call(folder: Path) -> IsolatedCall:
-    for name in ("call.pkl", "join.pkl"):
+    for name in (CALL_FILE, JOIN_FILE):
         if (folder / name).exists():
             call: IsolatedCall = pickle.loads((folder / name).read_bytes())
             return call
-    raise TrainforgeError(f"{folder}: holds neither call.pkl nor join.pkl")
+    raise TrainforgeError(f"{folder}: holds neither {CALL_FILE} nor {JOIN_FILE}")
 
 
 def _the_call(local: IsolatedCall, executing: bool) -> IsolatedCall:

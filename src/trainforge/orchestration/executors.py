@@ -46,6 +46,7 @@ from trainforge.orchestration._execution import (
     importable,
     run_isolated,
 )
+from trainforge.orchestration._torchrun_step import CALL_FILE, JOIN_FILE
 from trainforge.orchestration.context import StepContext
 from trainforge.orchestration.dag import Step
 from trainforge.orchestration.values import ValueRef, ValueStore
@@ -135,6 +136,7 @@ class ProcessExecutor:
         return Produced(run_isolated(isolated, call.timeout_s))
 
 
+POLL_S = 1.0  # how often a torchrun step's timeout and `abandoned` are checked
 JOIN_TIMEOUT_S = 3600  # how long a node's workers wait at the rendezvous for the job's other
 # nodes: the leading node runs the steps before the distributed one first
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
@@ -194,18 +196,17 @@ class TorchrunExecutor:
 
     def __init__(self, launch: Launch) -> None:
         self.launch = launch
-        self._received: list[signal.Signals] = []  # by the last torchrun this started
 
     def execute(self, call: StepCall) -> Produced:
         isolated = call.isolated(
             f"resources.processes: {self.launch.nproc_per_node} runs it under torchrun")
         with self._folder(call, CALL_FILE, isolated) as work:
-            exit_code = self._torchrun(work, call)
+            exit_code, received = self._torchrun(work, call)
             result = work / "result.json"
             if exit_code == 0 and result.exists():
                 refs = json.loads(result.read_text())
                 return Produced({name: ValueRef.from_json(ref) for name, ref in refs.items()})
-            raise _worker_failure(work, call.step.name, exit_code, self._received)
+            raise _worker_failure(work, call.step.name, exit_code, received)
 
     def join(self, call: StepCall, abandoned: Abandoned) -> None:
         """This node's workers of a step another node's runner `execute`s, from this node's
@@ -216,9 +217,9 @@ class TorchrunExecutor:
         are stopping then): a reason stops them and raises `TrainingError` with it."""
         isolated = call.isolated(f"it joins the torchrun job of {self.launch.rdzv_id}")
         with self._folder(call, JOIN_FILE, isolated) as work:
-            exit_code = self._torchrun(work, call, abandoned)
+            exit_code, received = self._torchrun(work, call, abandoned)
             if exit_code != 0:
-                failure = _worker_failure(work, call.step.name, exit_code, self._received)
+                failure = _worker_failure(work, call.step.name, exit_code, received)
                 if isinstance(failure, AttemptFailed):  # no runner records this node's part
                     raise TrainingError(str(failure))
                 raise failure
@@ -230,7 +231,9 @@ class TorchrunExecutor:
             (work / name).write_bytes(pickle.dumps(isolated))
             yield work
 
-    def _torchrun(self, work: Path, call: StepCall, abandoned: Abandoned | None = None) -> int:
+    def _torchrun(self, work: Path, call: StepCall, abandoned: Abandoned | None = None,
+                  ) -> tuple[int, list[signal.Signals]]:
+        """torchrun's exit code, and the signals passed on to it, in order."""
         threads = str(max(1, (os.cpu_count() or 1) // self.launch.nproc_per_node))
         env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads),
                # the workers import the step's module from where this process does (a spawned
@@ -246,7 +249,6 @@ class TorchrunExecutor:
         tail = _Tail(process, work / "torchrun.log")
         deadline = None if call.timeout_s is None else time.monotonic() + call.timeout_s
         with _forwarding(process) as received:
-            self._received = received
             while process.poll() is None:
                 try:
                     process.wait(POLL_S)
@@ -265,12 +267,7 @@ class TorchrunExecutor:
         tail.join()
         if received and process.returncode != 0 and not list(work.glob("error-*.json")):
             raise _signalled(received[0])
-        return process.returncode
-
-
-POLL_S = 1.0
-CALL_FILE = "call.pkl"
-JOIN_FILE = "join.pkl"
+        return process.returncode, received
 
 
 class _Tail:

@@ -319,20 +319,7 @@ class _Execution:
         parts = {**key.parts, "decision": decision,
                  **({"reason": key.reason} if key.reason else {})}
         if hit is not None:
-            refs = stored_refs(hit.outputs) or {}
-            records = refs.pop(RECORDS, None)
-            if records is not None and self.runner.recorder is not None:
-                replay(self.runner.values.get(records, f"what step {step.name!r} recorded"),
-                       self.runner.recorder)
-            now = _now()
-            store.update_step_run(row.step_run_id, StepState.CACHED, started_at=now,
-                                  ended_at=now, cache_key=key.digest, cache_parts=parts,
-                                  outputs=hit.outputs, cached_from=hit.step_run_id)
-            self._finish(replace(row, state=StepState.CACHED, started_at=now, ended_at=now,
-                                 cache_key=key.digest,
-                                 cache_parts=parts, outputs=hit.outputs,
-                                 cached_from=hit.step_run_id), refs)
-            self.runner.listener(StepEvent(step.name, "cached"))
+            self._reuse(step, row, hit, key.digest, parts)
             return
         policy = step.options.retry or self.dag.retry
         timeout = (step.options.timeout_s if step.options.timeout_s is not None
@@ -372,6 +359,24 @@ class _Execution:
                                  outputs=outputs), refs)
             self.runner.listener(StepEvent(step.name, "finished", time.perf_counter() - clock))
             return
+
+    def _reuse(self, step: Step, row: StepRun, hit: StepRun, digest: str | None,
+               parts: dict[str, Any]) -> None:
+        """The step taken from the cache: `hit`'s outputs, and what it recorded written to
+        this run (`replay`)."""
+        refs = stored_refs(hit.outputs) or {}
+        records = refs.pop(RECORDS, None)
+        if records is not None and self.runner.recorder is not None:
+            replay(self.runner.values.get(records, f"what step {step.name!r} recorded"),
+                   self.runner.recorder)
+        now = _now()
+        self.runner.store.update_step_run(
+            row.step_run_id, StepState.CACHED, started_at=now, ended_at=now, cache_key=digest,
+            cache_parts=parts, outputs=hit.outputs, cached_from=hit.step_run_id)
+        self._finish(replace(row, state=StepState.CACHED, started_at=now, ended_at=now,
+                             cache_key=digest, cache_parts=parts, outputs=hit.outputs,
+                             cached_from=hit.step_run_id), refs)
+        self.runner.listener(StepEvent(step.name, "cached"))
 
     def _attempt(self, step: Step, attempt: int, inputs: dict[str, ValueRef | None],
                  timeout: float | None) -> tuple[dict[str, Any], dict[str, ValueRef]]:
