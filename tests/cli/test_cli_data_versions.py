@@ -35,10 +35,18 @@ def test_snapshot_list_show_diff_tag_and_checkout(tmp_path: Path) -> None:
     diff = _json("diff", "feed@day1", "feed")
     checkout = invoke("checkout", "feed@day1", str(tmp_path / "out"))
 
+    again = _json("snapshot", str(data), "--name", "feed")
+    numbered = _json("show", "feed@1")
+    renumbered = invoke("tag", "feed", "feed@1")
+
     assert (first["uploaded"], second["uploaded"], second["reused"]) == (1, 1, 1)
+    assert (first["number"], second["number"], again["number"]) == ("feed@1", "feed@2", "feed@2")
     assert tagged.exit_code == 0 and tagged.stdout.strip() == f"feed@day1 -> {first['id']}"
     assert [(v["id"], v["tags"]) for v in listed] == [
-        (second["id"], ["feed@latest"]), (first["id"], ["feed@day1"])]
+        (second["id"], ["feed@2", "feed@latest"]), (first["id"], ["feed@1", "feed@day1"])]
+    assert numbered["id"] == first["id"]
+    assert renumbered.exit_code == 1 and "'feed@1': a tag of digits is a version's number" \
+        in renumbered.stderr
     assert [f["name"] for f in shown["file_list"]] == ["a.parquet"] and shown["rows"] == 2
     assert [f["name"] for f in diff["added"]] == ["b.parquet"]
     assert diff["rows"] == {"old": 2, "new": 3}

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone
 
 import pytest
 from contract_helpers import MISSING
 
 from trainforge.entities import DataVersion
-from trainforge.errors import NotFound
+from trainforge.errors import Conflict, NotFound
 from trainforge.storage import DataVersionStore
 
 
@@ -91,3 +92,34 @@ def test_data_profiles_are_stored_by_key_and_replaced(data_versions: DataVersion
 
     assert found == {"f" * 64: b'{"rows": 11}', "v" * 64: b'{"rows": 30}'}
     assert data_versions.get_data_profiles([]) == {}
+
+
+def test_versions_are_numbered_under_a_name_once_and_for_good(
+    data_versions: DataVersionStore,
+) -> None:
+    first, second = _version(data_versions, "a"), _version(data_versions, "b")
+
+    numbered = [data_versions.number_data_version("fraud", v.data_version_id)
+                for v in (first, second, first)]
+    other_name = data_versions.number_data_version("feed", second.data_version_id)
+
+    assert [(t.tag, t.data_version_id) for t in numbered] == [
+        ("1", first.data_version_id), ("2", second.data_version_id),
+        ("1", first.data_version_id)]
+    assert (other_name.name, other_name.tag) == ("feed", "1")
+    assert data_versions.get_data_tag("fraud", "2").data_version_id == second.data_version_id
+    with pytest.raises(Conflict, match=r"'fraud@2': a tag of digits is a version's number"):
+        data_versions.set_data_tag("fraud", "2", first.data_version_id)
+    with pytest.raises(NotFound, match=r"data version .* not found"):
+        data_versions.number_data_version("fraud", MISSING)
+
+
+def test_versions_numbered_at_once_get_distinct_numbers(data_versions: DataVersionStore) -> None:
+    versions = [_version(data_versions, char) for char in "abcdef"]
+
+    with ThreadPoolExecutor(6) as pool:
+        tags = list(pool.map(lambda v: data_versions.number_data_version(
+            "feed", v.data_version_id), versions))
+
+    assert sorted(int(t.tag) for t in tags) == [1, 2, 3, 4, 5, 6]
+    assert {t.data_version_id for t in tags} == {v.data_version_id for v in versions}

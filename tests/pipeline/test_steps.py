@@ -81,7 +81,7 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
     task = spec.model.task
 
     values: dict[str, Any] = {"run": run}
-    values |= _steps.ingest(spec.data, None, run)
+    values |= _steps.ingest(spec.data, None, "fraud", run)
     values |= _steps.validate(spec.data, task, None, values["read"], run)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
     values |= _steps.features(spec.features, spec.data, task, values["raw"], values["splits"],
@@ -149,7 +149,7 @@ def test_the_gate_decides_on_training_and_test_metrics_without_reading_the_run(t
 
 def _until_features(spec, recorder) -> dict[str, Any]:
     task = spec.model.task
-    values: dict[str, Any] = _steps.ingest(spec.data, None, recorder)
+    values: dict[str, Any] = _steps.ingest(spec.data, None, "fraud", recorder)
     values |= _steps.validate(spec.data, task, None, values["read"], recorder)
     values |= _steps.split(spec.data, values["raw"], values["validation"])
     return values | _steps.features(spec.features, spec.data, task, values["raw"],
@@ -193,7 +193,7 @@ def test_a_target_missing_from_the_data_is_reported_against_the_data_file(fraud_
         pd.read_parquet(path).drop(columns=["is_fraud"]).to_parquet(path)
     spec = load_spec(fraud_project / "pipeline.yaml")
     recorder = MemoryRecorder(_fake_run(), tmp_path)
-    raw = _steps.ingest(spec.data, None, recorder)["read"]
+    raw = _steps.ingest(spec.data, None, "fraud", recorder)["read"]
 
     with pytest.raises(DataValidationError) as caught:
         _steps.validate(spec.data, "binary", None, raw, recorder)

@@ -6,7 +6,8 @@ from trainforge import tracking
 
 def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
-        "CheckpointEntry", "DEFAULT_CRASH_TIMEOUT_S", "DataEntry", "GitState",
+        "CheckpointEntry", "CodeEntry", "CodeRead", "DEFAULT_CRASH_TIMEOUT_S", "DataEntry",
+        "GitState",
         "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
         "RunHandle", "RunRecorder", "SilentRun", "SpecEntry", "SystemRecord", "TuningEntry",
         "active_run", "capture_environment", "collect_crashed_runs", "compare_runs",

@@ -85,7 +85,7 @@ def test_git_state_is_recorded_inside_a_repository(store, artifacts, tmp_path):
         pass
     stored = store.get_run(run.run_id)
     assert len(stored.git_commit) == 40 and stored.git_dirty is False
-    assert artifacts.list_names(run.run_id) == []
+    assert artifacts.list_names(run.run_id) == ["environment/requirements.txt"]
 
     (repo / "train.py").write_text("lr = 0.01\n")
     with start_run("exp", store=store, artifacts=artifacts, code_dir=repo) as dirty:

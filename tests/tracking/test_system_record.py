@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from trainforge.tracking import (
     CheckpointEntry,
+    CodeRead,
     DataEntry,
     SpecEntry,
     SystemRecord,
@@ -22,7 +23,7 @@ from trainforge.tracking import (
 def test_entries_hold_what_was_recorded_and_nothing_else() -> None:
     record = SystemRecord(spec=SpecEntry(path=None, overrides=["a=1"]),
                           data=DataEntry(contract=None, target="y"), pipeline_run="p1")
-    assert record.entries() == {"spec": {"path": None, "overrides": ["a=1"]},
+    assert record.entries() == {"spec": {"path": None, "overrides": ["a=1"], "redacted": []},
                                 "data": {"contract": None, "target": "y"},
                                 "pipeline_run": "p1"}
 
@@ -51,7 +52,7 @@ def test_a_run_reads_back_what_was_written_and_keeps_what_it_does_not_know(
     written = process_record().merged(SystemRecord(checkpoint=CheckpointEntry(
         location="s3://b/ckpt/r", policy={"keep_last": 3})))
     session = Session(settings, store, open_artifact_store(tmp_path / "a"))
-    with open_run("e", session, system=written) as run:
+    with open_run("e", session, system=written, code=CodeRead(tmp_path)) as run:
         store.set_system(run.run_id, {"added_later": {"x": 1}})
         run.set_system(SystemRecord(pipeline_run="p1"))
     stored = store.get_run(run.run_id)

@@ -148,7 +148,8 @@ def test_references_by_id_prefix_name_and_tag(
 
     assert repository.resolve(version_id) == repository.resolve(version_id[:6]) == version_id
     with pytest.raises(DataError, match=r"'abc': no stored id \(give at least 6 characters\), "
-                                        r"name or name@tag of that name \(tags: one@latest\)"):
+                                        r"name or name@tag of that name "
+                                        r"\(tags: one@1, one@latest\)"):
         repository.resolve("abc")
     with pytest.raises(DataError, match=r"'one@nope': no stored id"):
         repository.resolve("one@nope")

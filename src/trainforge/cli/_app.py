@@ -246,9 +246,12 @@ app.command("predict")(_serving.predict)
 @runs_app.command("show")
 def runs_show(run_id: _context.RunId, as_json: _render.JsonFlag = False) -> None:
     """One run in full: params, metrics, environment, error."""
+    from trainforge.versioning import version_names
+
     store = _context.existing_store()
     run_ = _context.find_run(store, run_id)
-    fields = run_fields(run_, store.get_experiment(run_.experiment_id).name)
+    names = version_names(store, run_.data_version_id) if run_.data_version_id else []
+    fields = run_fields(run_, store.get_experiment(run_.experiment_id).name, names)
     if as_json:
         _render.emit_json(dict(fields))
     else:

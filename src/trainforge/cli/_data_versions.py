@@ -1,9 +1,9 @@
 """`trainforge data snapshot | list | show | diff | checkout | tag` over `trainforge.versioning`.
 
 Thin: each command calls the data repository and renders what it returns. A reference (REF) is
-a data version id, a unique start of one (6 characters or more), NAME (its latest snapshot) or
-NAME@TAG. A source or reference that names nothing, a damaged object, or a checkout into a
-folder holding files exit 1 with the reason on stderr.
+a data version id, a unique start of one (6 characters or more), NAME (its latest snapshot),
+NAME@NUMBER or NAME@TAG. A source or reference that names nothing, a damaged object, or a
+checkout into a folder holding files exit 1 with the reason on stderr.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from trainforge.versioning import DataRepository
 
 Ref = Annotated[str, typer.Argument(metavar="REF", help="Data version id (or its first 6+ "
-                                    "characters), NAME or NAME@TAG.")]
+                                    "characters), NAME, NAME@NUMBER or NAME@TAG.")]
 FAILURES = (DataError, DataNotFound, NotFound)
 
 
@@ -37,8 +37,9 @@ def _repository(create: bool = False) -> DataRepository:
 
 def data_snapshot(
     source: Annotated[str, typer.Argument(help="File, folder, glob or URL (s3://...).")],
-    name: Annotated[Optional[str], typer.Option(help="Name the snapshot: NAME@latest moves "
-                                                "to it.")] = None,
+    name: Annotated[Optional[str], typer.Option(help="Name the snapshot: numbered under the "
+                                                "name (NAME@1, NAME@2, ... kept for good) "
+                                                "and NAME@latest moved to it.")] = None,
     format: Annotated[str, typer.Option(help="auto, parquet, csv or jsonl.")] = "auto",
     as_json: _render.JsonFlag = False,
 ) -> None:
@@ -48,14 +49,16 @@ def data_snapshot(
         snap = repository.snapshot(source, name=name, format=format)  # type: ignore[arg-type]
     except FAILURES as exc:
         _render.fail(str(exc), 1)
+    numbered = f"{name}@{snap.number.tag}" if snap.number is not None else None
     row = {**version_row(snap.version), "uploaded": snap.uploaded, "reused": snap.reused,
-           "name": name}
+           "name": name, "number": numbered}
     if as_json:
         _render.emit_json(row)
         return
     typer.echo(f"data version {snap.version.data_version_id}: {len(snap.manifest.files)} "
                f"file(s), {snap.version.num_rows} rows; {snap.uploaded} uploaded, "
-               f"{snap.reused} already stored" + (f"; {name}@latest" if name else ""))
+               f"{snap.reused} already stored"
+               + (f"; {numbered} and {name}@latest" if name else ""))
 
 
 def data_list(as_json: _render.JsonFlag = False) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainforge.entities import ModelVersion, Run, StageChange
@@ -32,7 +33,10 @@ def run_row(run: Run, experiment_names: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def run_fields(run: Run, experiment: str) -> list[tuple[str, Any]]:
+def run_fields(run: Run, experiment: str, data_names: Sequence[str] = ()
+               ) -> list[tuple[str, Any]]:
+    """A run's fields as `runs show` prints them; `data_names`: its data version's names
+    (`NAME@NUMBER`)."""
     return [
         ("run_id", run.run_id),
         ("experiment", experiment),
@@ -43,6 +47,7 @@ def run_fields(run: Run, experiment: str) -> list[tuple[str, Any]]:
         ("git_commit", run.git_commit),
         ("git_dirty", run.git_dirty),
         ("data_version", run.data_version_id),
+        ("data_version_names", list(data_names)),
         ("artifact_uri", run.artifact_uri),
         ("metrics", run.metrics),
         ("tags", run.tags),

@@ -65,6 +65,15 @@ class DataSpec(_FsspecOptions):
         None, description="a snapshotted data version to read instead of the source's files "
         "as they are now: an id, a unique id prefix, NAME or NAME@TAG (`trainforge data list`)"
     )
+    snapshot: bool = Field(
+        True, description="store the files read as a data version (content-addressed: only "
+        "files the store lacks are copied), numbered under `name`, so the run can be "
+        "reproduced from its record; false: record only their content id"
+    )
+    name: str | None = Field(
+        None, description="the name the source's snapshots are numbered under (NAME@1, "
+        "NAME@2, ... and NAME@latest); None: the pipeline's name"
+    )
     target: str
     positive_label: bool | int | float | str | None = Field(
         None, description="binary task: the target value that is the positive class"

@@ -125,7 +125,8 @@ def _data_steps(spec: PipelineSpec, data: DataRepository | None,
     validating = (partial(_streaming.validate, spec.data, alert) if spec.data.streaming
                   else partial(_steps.validate, spec.data, task, alert))
     return (
-        (_recorded("ingest", partial(module.ingest, spec.data, data), (), ("read",),
+        (_recorded("ingest", partial(module.ingest, spec.data, data, _steps.snapshot_name(spec)),
+                   (), ("read",),
                    keyed=by_data, source=source),
          _recorded("validate", validating, ("read",), ("validation", "raw"), keyed=by_data)),
         (Step("split", partial(module.split, spec.data), ("raw", "validation"), ("splits",),

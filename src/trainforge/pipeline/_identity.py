@@ -24,6 +24,8 @@ RESULT_NEUTRAL = (
     "training.log_every_n_steps",
     "training.val_every_n_steps",
     "data.profile",
+    "data.snapshot",
+    "data.name",
     "data.drift",
     "training.profiler",
     "tracking",

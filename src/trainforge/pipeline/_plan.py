@@ -23,7 +23,7 @@ from trainforge.config import (
 )
 from trainforge.pipeline._checks import check_spec
 from trainforge.pipeline._identity import spec_hash
-from trainforge.tracking import DataEntry, SpecEntry, SystemRecord
+from trainforge.tracking import CodeRead, DataEntry, SpecEntry, SystemRecord
 from trainforge.train import PreemptionNotice
 
 if TYPE_CHECKING:
@@ -52,6 +52,12 @@ class PipelinePlan:
     @property
     def code_dir(self) -> Path:
         return self.source.resolve().parent if self.source is not None else Path.cwd()
+
+    def code(self) -> CodeRead:
+        """Where the run's code is read: the spec's folder, the spec and its contract."""
+        contract = self.spec.data.contract
+        reads = (self.code_dir / contract,) if contract and "://" not in contract else ()
+        return CodeRead(self.code_dir, self.source, reads)
 
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
             preemption: PreemptionNotice | None = None,
@@ -83,8 +89,9 @@ class PipelinePlan:
         it was started from, the spec that resolved to, and what its model checks records
         against."""
         data = self.spec.data
+        redacted = [o.partition("=")[0] for o in self.overrides if redact_argument(o) != o]
         return SystemRecord(
-            spec=SpecEntry(**self.source_record()["spec"]),
+            spec=SpecEntry(**self.source_record()["spec"], redacted=redacted),
             resolved_spec=self.spec.model_dump(mode="json"),
             data=DataEntry(contract=data.contract, target=data.target))
 

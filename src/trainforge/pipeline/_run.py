@@ -273,7 +273,7 @@ def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | No
     try:
         return open_run(spec.experiment_name, session, params=spec.model_dump(mode="json"),
                         parent=parent, run_id=new_id, pipeline_id=spec.name, system=system,
-                        spec_hash=plan.spec_hash, code_dir=plan.code_dir,
+                        spec_hash=plan.spec_hash, code=plan.code(),
                         tensorboard_dir=tensorboard_dir)
     except Conflict:
         if run_id is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -78,17 +79,18 @@ class TrainedModel:
                 "train_wall_s": self.result.wall_s}
 
 
-def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dict[str, Any]:
-    """Read the source's files, or with `data.version` the files of that snapshot (checked
-    out once into the home's cache); record the data version read."""
+def ingest(spec: DataSpec, data: DataRepository | None, name: str,
+           run: RunRecorder) -> dict[str, Any]:
+    """Read the source's files, snapshotted first as a data version numbered under `name`
+    (`data.snapshot`), or with `data.version` the files of that snapshot (checked out once
+    into the home's cache); record the data version read."""
     cache = data.hash_cache if data is not None else None
-    location, options, pinned = data_location(spec, data)
-    raw = read_table(location, spec.format, options, hash_cache=cache)
-    check_pinned(raw.fingerprint, pinned, location)
-    version = raw.data_version()
-    run.set_data_version(version)
+    to_read = data_to_read(spec, name, data)
+    raw = read_table(to_read.location, spec.format, to_read.options, hash_cache=cache)
+    check_read(raw.fingerprint, to_read)
+    run.set_data_version(raw.data_version())
     run.set_tags({"data": {"fingerprint": raw.fingerprint, "files": len(raw.files),
-                           "rows": len(raw.frame)}})
+                           "rows": len(raw.frame), **to_read.tags()}})
     return {"read": raw}
 
 
@@ -105,24 +107,66 @@ def source_content(spec: DataSpec, data: DataRepository | None) -> dict[str, str
                                          hash_cache=cache)}
 
 
-def data_location(spec: DataSpec,
-                  data: DataRepository | None) -> tuple[str, dict[str, Any], str | None]:
-    """(where to read, its storage options, the pinned version id or None): the source, or
-    with `data.version` that snapshot's checkout in the home's cache (made once)."""
-    if spec.version is None:
-        return spec.source, spec.fsspec_options(), None
-    if data is None:
-        raise DataError("data.version: pinned versions are read through the data repository, "
-                        "and this run has none")
-    version_id, folder = data.materialize(spec.version)
-    return str(folder), {}, version_id
+@dataclass(frozen=True)
+class DataToRead:
+    """Where ingest reads (`location`, its storage `options`) and the data version the files
+    read must make: the pinned `data.version` (read from its checkout), or the source's
+    snapshot taken just before reading (`numbered`: its `NAME@NUMBER`); `version_id` None
+    when the source was not snapshotted (`data.snapshot: false`, or no data repository)."""
+
+    location: str
+    options: dict[str, Any]
+    version_id: str | None = None
+    pinned: bool = False
+    numbered: str | None = None
+
+    def tags(self) -> dict[str, Any]:
+        """The run's `data` tags that say how the version read is kept."""
+        if self.pinned:
+            return {"pinned": True}
+        return {"snapshot": self.numbered or self.version_id}
+
+    def mismatch(self, fingerprint: str) -> str | None:
+        """What is wrong when the files read make `fingerprint`, or None."""
+        if self.version_id is None or fingerprint == self.version_id:
+            return None
+        if self.pinned:
+            return (f"{self.location}: the checkout of data version {self.version_id} holds "
+                    "other files; delete the folder and run again")
+        return (f"{self.location}: its files changed while the run read them (snapshot "
+                f"{self.version_id[:12]}, read {fingerprint[:12]}); run again")
 
 
-def check_pinned(fingerprint: str, pinned: str | None, location: str) -> None:
-    """DataError when the files read from a pinned version's checkout are other files."""
-    if pinned is not None and fingerprint != pinned:
-        raise DataError(f"{location}: the checkout of data version {pinned} holds other "
-                        "files; delete the folder and run again")
+def data_to_read(spec: DataSpec, name: str, data: DataRepository | None) -> DataToRead:
+    """The pinned `data.version`'s checkout in the home's cache (made once), or the source,
+    snapshotted under `name` first unless `data.snapshot` is false."""
+    if spec.version is not None:
+        if data is None:
+            raise DataError("data.version: pinned versions are read through the data "
+                            "repository, and this run has none")
+        version_id, folder = data.materialize(spec.version)
+        return DataToRead(str(folder), {}, version_id, pinned=True)
+    if not spec.snapshot or data is None:
+        return DataToRead(spec.source, spec.fsspec_options())
+    snap = data.snapshot(spec.source, name=name, format=spec.format,
+                         storage_options=spec.fsspec_options())
+    numbered = f"{name}@{snap.number.tag}" if snap.number is not None else None
+    return DataToRead(spec.source, spec.fsspec_options(), snap.version.data_version_id,
+                      numbered=numbered)
+
+
+def check_read(fingerprint: str, to_read: DataToRead) -> None:
+    """DataError when the files read are not the version they had to be."""
+    if (problem := to_read.mismatch(fingerprint)) is not None:
+        raise DataError(problem)
+
+
+def snapshot_name(spec: PipelineSpec) -> str:
+    """The name the source's snapshots are numbered under: `data.name`, else the pipeline's
+    name with each character a data name cannot hold as '-'."""
+    if spec.data.name is not None:
+        return spec.data.name
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", spec.name).lstrip("_.-") or "data"
 
 
 def validate(spec: DataSpec, task: str, alert: Alert | None, read: IngestResult,

@@ -34,8 +34,8 @@ from trainforge.ingest import (
 from trainforge.pipeline._alerts import Alert
 from trainforge.pipeline._dataset import Dataset, binary_classes, encode_classes
 from trainforge.pipeline._steps import (
-    check_pinned,
-    data_location,
+    check_read,
+    data_to_read,
     record_features,
     record_validation,
 )
@@ -80,11 +80,13 @@ class StreamedSplits(Splits):
     stream: StreamSplit | None = None
 
 
-def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dict[str, Any]:
-    """The source's row groups (or those of the pinned `data.version`), and its version."""
+def ingest(spec: DataSpec, data: DataRepository | None, name: str,
+           run: RunRecorder) -> dict[str, Any]:
+    """The source's row groups (or those of the pinned `data.version`), and its version: the
+    source snapshotted first under `name` (`data.snapshot`)."""
     cache = data.hash_cache if data is not None else None
-    location, options, pinned = data_location(spec, data)
-    listing = list_source_files(location, spec.format, options)
+    to_read = data_to_read(spec, name, data)
+    listing = list_source_files(to_read.location, spec.format, to_read.options)
     plan = RowGroupPlan.from_listing(listing)
     rows: dict[str, int] = {}
     for group in plan.groups:
@@ -94,13 +96,13 @@ def ingest(spec: DataSpec, data: DataRepository | None, run: RunRecorder) -> dic
                    f.format, f.compression)
         for f in listing.files)
     streamed = StreamedData(plan, files, spec.source)
-    check_pinned(streamed.fingerprint, pinned, location)
+    check_read(streamed.fingerprint, to_read)
     if plan.total_rows == 0:
         raise DataError(f"{spec.source}: contains no rows ({len(files)} file(s) read)")
     run.set_data_version(streamed.data_version())
     run.set_tags({"data": {"fingerprint": streamed.fingerprint, "files": len(files),
                            "rows": plan.total_rows, "streaming": True,
-                           "row_groups": len(plan.groups)}})
+                           "row_groups": len(plan.groups), **to_read.tags()}})
     return {"read": streamed}
 
 

@@ -12,7 +12,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from trainforge.entities import DataTag, DataVersion
-from trainforge.errors import NotFound
+from trainforge.errors import Conflict, NotFound
 from trainforge.storage.contracts import DEFAULT_LIMIT, Page
 from trainforge.storage.cursors import Listing
 from trainforge.storage.records import to_data_version
@@ -37,6 +37,9 @@ def ids_starting(session: Session, prefix: str, limit: int) -> list[str]:
 
 
 def set_tag(session: Session, upsert: Any, name: str, tag: str, data_version_id: str) -> DataTag:
+    if tag.isdigit():
+        raise Conflict(f"data tag '{name}@{tag}': a tag of digits is a version's number, "
+                       "given by a snapshot and never moved")
     if session.scalar(select(DataVersionRow.data_version_id)  # not its file list
                       .where(DataVersionRow.data_version_id == data_version_id)) is None:
         raise NotFound(f"data version {data_version_id!r} not found")
@@ -44,6 +47,25 @@ def set_tag(session: Session, upsert: Any, name: str, tag: str, data_version_id:
     session.execute(upsert(DataTagRow).values(name=name, tag=tag, **fields)
                     .on_conflict_do_update(index_elements=["name", "tag"], set_=fields))
     return get_tag(session, name, tag)
+
+
+def numbered_tag(session: Session, upsert: Any, name: str, data_version_id: str
+                 ) -> DataTag | None:
+    """The version's number tag under `name`, given now (the highest number plus one) if it
+    has none; None when another writer took that number first (the caller tries again)."""
+    if session.scalar(select(DataVersionRow.data_version_id)
+                      .where(DataVersionRow.data_version_id == data_version_id)) is None:
+        raise NotFound(f"data version {data_version_id!r} not found")
+    numbers = {row.tag: row.data_version_id for row in session.scalars(
+        select(DataTagRow).where(DataTagRow.name == name)) if row.tag.isdigit()}
+    for tag, version_id in numbers.items():
+        if version_id == data_version_id:
+            return get_tag(session, name, tag)
+    tag = str(max(map(int, numbers), default=0) + 1)
+    inserted = session.scalar(upsert(DataTagRow).values(
+        name=name, tag=tag, data_version_id=data_version_id, created_at=utcnow())
+        .on_conflict_do_nothing().returning(DataTagRow.tag))
+    return None if inserted is None else get_tag(session, name, tag)
 
 
 def get_tag(session: Session, name: str, tag: str) -> DataTag:
@@ -121,6 +143,13 @@ class SqlDataVersionStore(SqlBase):
     def set_data_tag(self, name: str, tag: str, data_version_id: str) -> DataTag:
         with self._write() as session:
             return set_tag(session, self._insert, name, tag, data_version_id)
+
+    def number_data_version(self, name: str, data_version_id: str) -> DataTag:
+        while True:  # a number another writer took meanwhile: the next one
+            with self._write() as session:
+                tag = numbered_tag(session, self._insert, name, data_version_id)
+            if tag is not None:
+                return tag
 
     def put_data_profile(self, key: str, kind: str, rows: int, profile: bytes) -> None:
         with self._write() as session:

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
         replay_spills,
         search_runs,
     )
+    from trainforge.tracking._code import CodeRead, GitState, git_state
     from trainforge.tracking._defaults import default_store
-    from trainforge.tracking._environment import GitState, capture_environment, git_state
+    from trainforge.tracking._environment import capture_environment
     from trainforge.tracking._liveness import is_alive, process_record, where_running
     from trainforge.tracking._recorder import RunRecorder, SilentRun
     from trainforge.tracking._run import (
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     )
     from trainforge.tracking._system import (
         CheckpointEntry,
+        CodeEntry,
         DataEntry,
         LaunchShape,
         PbtEntry,
@@ -55,7 +57,8 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "DEFAULT_CRASH_TIMEOUT_S": "trainforge.tracking._api",
-    "GitState": "trainforge.tracking._environment",
+    "CodeRead": "trainforge.tracking._code",
+    "GitState": "trainforge.tracking._code",
     "RunComparison": "trainforge.tracking._api",
     "RunHandle": "trainforge.tracking._run",
     "RunRecorder": "trainforge.tracking._recorder",
@@ -68,9 +71,10 @@ _EXPORTS = {
     "default_store": "trainforge.tracking._defaults",
     "get_metric_history": "trainforge.tracking._api",
     "get_run": "trainforge.tracking._api",
-    "git_state": "trainforge.tracking._environment",
+    "git_state": "trainforge.tracking._code",
     "is_alive": "trainforge.tracking._liveness",
     "CheckpointEntry": "trainforge.tracking._system",
+    "CodeEntry": "trainforge.tracking._system",
     "DataEntry": "trainforge.tracking._system",
     "LaunchShape": "trainforge.tracking._system",
     "PbtEntry": "trainforge.tracking._system",
@@ -93,6 +97,8 @@ _EXPORTS = {
 
 __all__ = [
     "CheckpointEntry",
+    "CodeEntry",
+    "CodeRead",
     "DEFAULT_CRASH_TIMEOUT_S",
     "DataEntry",
     "GitState",

@@ -1,4 +1,4 @@
-"""What a run ran on: code version (and the uncommitted diff), interpreter, libraries, machine.
+"""What a run ran on: interpreter, libraries, machine (its code: `_code`).
 
 GPU facts come from torch only when the process has already imported it (a training script
 has), so a script that only tracks does not pay torch's import time; torch's version is read
@@ -12,38 +12,10 @@ import platform
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from trainforge.config import redact_argument
-
-
-@dataclass(frozen=True)
-class GitState:
-    commit: str | None
-    dirty: bool | None
-    diff: str = ""
-
-
-def git_state(directory: str | Path = ".") -> GitState:
-    """The HEAD commit, whether tracked files changed and the diff against HEAD (text, empty
-    when clean); (None, None, "") outside git."""
-    try:
-        commit = _git(directory, "rev-parse", "HEAD")
-        status = _git(directory, "status", "--porcelain", "--untracked-files=no")
-        diff = _git(directory, "diff", "HEAD", "--no-color") if status else ""
-    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        return GitState(None, None)
-    return GitState(commit, bool(status), diff)
-
-
-def _git(directory: str | Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", *args], cwd=directory, capture_output=True, text=True, check=True, timeout=10
-    )
-    return result.stdout.strip() if args[0] != "diff" else result.stdout
 
 
 def capture_environment() -> dict[str, Any]:

@@ -28,8 +28,9 @@ from trainforge.entities import DataVersion, Run, RunStatus
 from trainforge.errors import Conflict, NotFound, Preempted, Pruned, StoreUnavailable
 from trainforge.storage import Store
 from trainforge.storage.artifacts import ArtifactStore, open_artifact_store
+from trainforge.tracking._code import CodeRead, git_state, record_code
 from trainforge.tracking._defaults import default_store
-from trainforge.tracking._environment import capture_environment, git_state, gpu_info
+from trainforge.tracking._environment import capture_environment, gpu_info
 from trainforge.tracking._logger import MetricLogger
 from trainforge.tracking._spill import (
     SpillFile,
@@ -318,8 +319,9 @@ def start_run(
     `settings` defaults to `Settings.from_env()`; `store` to the store of its database URL,
     `artifacts` to its artifact root; `parent` nests the run under another;
     `tensorboard_dir` also writes TensorBoard event files to `<tensorboard_dir>/<run_id>`.
-    Records the git commit, dirty flag (and the diff as artifact `environment/git.diff`),
-    packages and machine. Spill files that earlier runs left are replayed in the background.
+    Records the git commit, dirty flag and what checks the code out again (`system.code`: the
+    diff as artifact `environment/git.diff`, see `_code`), packages and machine. Spill files
+    that earlier runs left are replayed in the background.
     `resume` reopens that stored run (status `running` again; params, metrics and
     device-hours carry on) instead of creating one. `run_id` names a new run (`Conflict` if a
     run has it; a random id by default). Use it as `with start_run(...) as run:`; without
@@ -332,7 +334,8 @@ def start_run(
     replay_in_background(store, settings.spill_dir)
     handle = _open(experiment, store, artifacts, settings.spill_dir, _Opening(
         _RunIdentity(run_id, None, None, None), params, parent, tags, resume,
-        code_dir=code_dir, tensorboard_dir=tensorboard_dir, flush_interval=flush_interval,
+        code=CodeRead(Path(code_dir)), tensorboard_dir=tensorboard_dir,
+        flush_interval=flush_interval,
         flush_every=flush_every, heartbeat_interval=heartbeat_interval))
     atexit.register(handle._at_exit)
     return handle
@@ -351,7 +354,7 @@ def open_run(
     pipeline_id: str | None = None,
     system: SystemRecord | None = None,
     spec_hash: str | None = None,
-    code_dir: str | Path = ".",
+    code: CodeRead = CodeRead(),
     tensorboard_dir: str | Path | None = None,
 ) -> RunHandle:
     """`start_run` for code below an entry point, in its `session`, which ends the run
@@ -360,11 +363,12 @@ def open_run(
 
     `system` and `spec_hash` are what the system reads back (kept apart from `params` and
     `tags`); with `resume` and `job` (a multi-node job's key) the first launcher of the job
-    reopens the run and the others get it as it runs (`RunStore.reopen_run`).
+    reopens the run and the others get it as it runs (`RunStore.reopen_run`). `code` says
+    where its code is read (the git state, the spec and the files to record, `_code`).
     """
     return _open(experiment, session.store, session.artifacts, session.settings.spill_dir,
                  _Opening(_RunIdentity(run_id, pipeline_id, system, spec_hash), params, parent,
-                          tags, resume, job, code_dir, tensorboard_dir))
+                          tags, resume, job, code, tensorboard_dir))
 
 
 @dataclass(frozen=True)
@@ -377,7 +381,7 @@ class _Opening:
     tags: dict[str, Any] | None = None
     resume: str | None = None
     job: str | None = None
-    code_dir: str | Path = "."
+    code: CodeRead = CodeRead()
     tensorboard_dir: str | Path | None = None
     flush_interval: float = 1.0
     flush_every: int = 1000
@@ -391,7 +395,7 @@ def _open(experiment: str, store: Store, artifacts: ArtifactStore, spill_dir: Pa
         run = _reopen(store, opening.resume, experiment_id, experiment, spill_dir, opening.job)
     else:
         run = _create(store, artifacts, experiment_id, opening.params, opening.parent,
-                      opening.tags, opening.identity, opening.code_dir)
+                      opening.tags, opening.identity, opening.code)
     handle = RunHandle(store, run, artifacts, opening.flush_every, spill_dir=spill_dir,
                        flush_interval=opening.flush_interval,
                        heartbeat_interval=opening.heartbeat_interval,
@@ -422,21 +426,21 @@ class _RunIdentity:
 def _create(
     store: Store, artifacts: ArtifactStore, experiment_id: str,
     params: dict[str, Any] | None, parent: RunHandle | str | None, tags: dict[str, Any] | None,
-    identity: _RunIdentity, code_dir: str | Path,
+    identity: _RunIdentity, code: CodeRead,
 ) -> Run:
-    git = git_state(code_dir)
     run_id = identity.run_id or uuid.uuid4().hex
-    run = store.create_run(
+    git = git_state(code.directory)
+    entry = record_code(git, artifacts, run_id, code)
+    system = identity.system or SystemRecord()
+    if entry is not None:
+        system = system.merged(SystemRecord(code=entry))
+    return store.create_run(
         experiment_id, params=dict(params or {}), environment=capture_environment(),
         artifact_uri=artifacts.run_uri(run_id), run_id=run_id, git_commit=git.commit,
         git_dirty=git.dirty, pipeline_id=identity.pipeline_id, tags=tags,
         parent_run_id=parent.run_id if isinstance(parent, RunHandle) else parent,
-        system=identity.system.entries() if identity.system is not None else None,
-        spec_hash=identity.spec_hash,
+        system=system.entries() or None, spec_hash=identity.spec_hash,
     )
-    if git.diff:
-        artifacts.put_bytes(run_id, "environment/git.diff", git.diff.encode())
-    return run
 
 
 def _reopen(store: Store, run_id: str, experiment_id: str, experiment: str,

@@ -7,6 +7,9 @@ One model, `SystemRecord`, and one writer per entry:
 
     process          where the run's process is, and who   tracking.process_record
                      started it
+    code             where its code lies: repository,     the run's creation (tracking._code)
+                     commit, the diff and untracked
+                     files stored, the spec's path
     spec             the spec file and overrides run      pipeline's PipelinePlan.system_record
     resolved_spec    the spec they resolved to (secrets   PipelinePlan.system_record
                      masked): what a resume compares,
@@ -21,6 +24,7 @@ One model, `SystemRecord`, and one writer per entry:
     distributed      the launch's shape                   the torchrun launcher
     tuning           the study (and the trial)            tuning's study and trial objective
     pbt              the study, or a member               run_pbt
+    reproduces       the run it reproduces                `trainforge reproduce`
 
 Writers hand `SystemRecord`s to `open_run(system=...)` / `RunHandle.set_system`; the stored
 JSON is its entries (`entries()`), merged key by key. `system_of(run)` reads them back; an
@@ -56,6 +60,19 @@ class ProcessEntry(_Entry):
 class SpecEntry(_Entry):
     path: str | None
     overrides: list[str]
+    redacted: list[str] = []  # the keys of the overrides whose values were redacted
+
+
+class CodeEntry(_Entry):
+    """Where the run's code lies and what checks it out again (`tracking._code`)."""
+
+    repository: str
+    remote: str | None
+    commit: str
+    workdir: str
+    spec: str | None
+    diff: bool
+    untracked: dict[str, str]
 
 
 class DataEntry(_Entry):
@@ -103,6 +120,7 @@ class SystemRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     process: ProcessEntry | None = None
+    code: CodeEntry | None = None
     spec: SpecEntry | None = None
     resolved_spec: dict[str, Any] | None = None
     data: DataEntry | None = None
@@ -114,6 +132,7 @@ class SystemRecord(BaseModel):
     distributed: LaunchShape | None = None
     tuning: TuningEntry | None = None
     pbt: PbtEntry | None = None
+    reproduces: str | None = None
 
     def entries(self) -> dict[str, Any]:
         """The entries recorded (not None), as the stored JSON holds them."""

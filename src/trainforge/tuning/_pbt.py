@@ -156,7 +156,7 @@ class _Study:
             tags={"pbt": {"population": self.pbt.population,
                           "objective": self.tuning.objective.metric}},
             system=self.plan.system_record().merged(SystemRecord(pbt=PbtEntry(role="study"))),
-            code_dir=self.plan.code_dir,
+            code=self.plan.code(),
         )
 
     def _prepare(self, study: RunHandle) -> Dataset:
@@ -180,7 +180,7 @@ class _Study:
         handle = open_run(
             spec.experiment_name, session, params=_nested(values), parent=study,
             tags={"pbt": {"member": index, "exploits": []}},
-            run_id=run_id, code_dir=self.plan.code_dir,
+            run_id=run_id, code=self.plan.code(),
             system=SystemRecord(pbt=PbtEntry(study=study.run_id, member=index)).merged(
                 checkpoint_record(policy, location)),
         )

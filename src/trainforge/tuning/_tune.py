@@ -88,7 +88,7 @@ def tune(
     _check_new(storage, name)
     deadline = (time.time() + tuning.timeout_minutes * 60) if tuning.timeout_minutes else None
     with open_run(plan.spec.experiment_name, session,
-                  params={"tuning": tuning.model_dump(mode="json")}, code_dir=plan.code_dir,
+                  params={"tuning": tuning.model_dump(mode="json")}, code=plan.code(),
                   system=plan.system_record().merged(
                       SystemRecord(tuning=TuningEntry(study=name)))) as run:
         context = StudyContext(plan.spec, source if plan.source else None, plan.overrides,

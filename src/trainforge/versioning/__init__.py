@@ -14,7 +14,12 @@ from trainforge._lazy import lazy_exports
 if TYPE_CHECKING:
     from trainforge.versioning._manifest import Manifest, ManifestEntry
     from trainforge.versioning._open import open_repository
-    from trainforge.versioning._repository import DataDiff, DataRepository, Snapshot
+    from trainforge.versioning._repository import (
+        DataDiff,
+        DataRepository,
+        Snapshot,
+        version_names,
+    )
 
 _EXPORTS = {
     "DataDiff": "trainforge.versioning._repository",
@@ -23,9 +28,10 @@ _EXPORTS = {
     "ManifestEntry": "trainforge.versioning._manifest",
     "Snapshot": "trainforge.versioning._repository",
     "open_repository": "trainforge.versioning._open",
+    "version_names": "trainforge.versioning._repository",
 }
 
 __all__ = ["DataDiff", "DataRepository", "Manifest", "ManifestEntry", "Snapshot",
-           "open_repository"]
+           "open_repository", "version_names"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

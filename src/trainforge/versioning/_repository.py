@@ -12,14 +12,16 @@ Rules:
   uploaded by `IO_THREADS` threads, one per core when source and store are local, a small
   file from a single read, the objects written as one batch of the object store), then
   writes the manifest (unless the store holds it: its key is its content's id), then
-  records the version in the database and moves `NAME@latest`. An object is the very bytes
+  records the version in the database, numbers it under `NAME` (`NAME@1`, `NAME@2`, ...: a
+  version keeps its number for good, a version already numbered keeps the one it has) and
+  moves `NAME@latest`. An object is the very bytes
   that were hashed, or, streamed from its file again (a large or remote one), checked against
   the hash at the end: a file rewritten since it was hashed fails the snapshot, and the
   object is never published. A snapshot killed at any
   point leaves every earlier version whole: objects are written atomically and a version
   exists only once its manifest does.
 - A reference (`resolve`) is a full id, a unique id prefix of 6 or more characters, `NAME`
-  (`NAME@latest`) or `NAME@TAG`.
+  (`NAME@latest`), `NAME@NUMBER` or `NAME@TAG`; a tag of digits is never set by hand.
 - `checkout` writes a version's files under their names into an empty or missing folder,
   each file atomically (a temporary name, then a rename), each checked against its hash.
 """
@@ -71,12 +73,13 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A snapshot taken: its version, manifest, and how many files were uploaded (the rest the
-    store already held)."""
+    """A snapshot taken: its version, manifest, how many files were uploaded (the rest the
+    store already held) and, taken with a name, its number under that name."""
 
     version: DataVersion
     manifest: Manifest
     uploaded: int
+    number: DataTag | None = None
 
     @property
     def reused(self) -> int:
@@ -134,9 +137,11 @@ class DataRepository:
             self.objects.write(manifest_key(manifest.version_id), manifest.to_json())
         version = self.versions.put_data_version(DataVersion(
             manifest.version_id, source, manifest.file_dicts(), manifest.num_rows))
+        number = None
         if name is not None:
+            number = self.versions.number_data_version(name, version.data_version_id)
             self.versions.set_data_tag(name, LATEST, version.data_version_id)
-        return Snapshot(version, manifest, uploads.count)
+        return Snapshot(version, manifest, uploads.count, number)
 
     def resolve(self, reference: str) -> str:
         """The data version id `reference` names; DataError saying what is known otherwise."""
@@ -224,6 +229,9 @@ class DataRepository:
             raise DataError(f"tag {name_at_tag!r}: expected NAME@TAG")
         check_name(name, "name")
         check_name(tag, "tag")
+        if tag.isdigit():
+            raise DataError(f"tag {name_at_tag!r}: a tag of digits is a version's number, "
+                            "given by `data snapshot --name` and never moved")
         return self.versions.set_data_tag(name, tag, self.resolve(reference))
 
     def _measure_all(self, listing: SourceListing, pool: ThreadPoolExecutor,
@@ -303,6 +311,14 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def version_names(versions: DataVersionStore, version_id: str) -> list[str]:
+    """How people name a data version: `NAME@NUMBER` for each name it is numbered under,
+    else its other tags (`NAME@TAG`); empty for a version only a run read."""
+    tags = versions.list_data_tags(version_id)
+    numbered = [f"{t.name}@{t.tag}" for t in tags if t.tag.isdigit()]
+    return numbered or [f"{t.name}@{t.tag}" for t in tags]
 
 
 def object_key(sha256: str) -> str:

@@ -32,6 +32,11 @@ class DataVersionStore(Protocol):
     - a tag (`name@tag`) points at one stored version: `set_data_tag` creates or moves it
       (`NotFound` for an unknown version), `get_data_tag` raises `NotFound` naming
       `name@tag`; `list_data_tags` orders by name, then tag, those of one version if given;
+      `set_data_tag` raises `Conflict` for a tag of digits;
+    - a version's number under a name (`name@1`, `name@2`, ...: a tag of digits) is given once
+      and kept forever: `number_data_version` returns the number the version has under
+      `name`, or gives it the next one (one more than the highest), race-free across writers
+      (`NotFound` for an unknown version);
     - as every area: one unit of work per call, from any thread, frozen records the caller
       owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
@@ -51,6 +56,8 @@ class DataVersionStore(Protocol):
     def put_data_profile(self, key: str, kind: str, rows: int, profile: bytes) -> None: ...
 
     def get_data_profiles(self, keys: Sequence[str]) -> dict[str, bytes]: ...
+
+    def number_data_version(self, name: str, data_version_id: str) -> DataTag: ...
 
     def get_data_tag(self, name: str, tag: str) -> DataTag: ...
 
