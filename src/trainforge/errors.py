@@ -26,6 +26,7 @@
     ├── Preempted                   a preemption signal stopped the process (checkpoint saved)
     ├── Pruned                      a tuning study's pruner stopped a trial's training early
     ├── ResumeRefused               a run cannot be resumed as asked (names the run and why)
+    ├── NotReproducible             a run cannot be reproduced from its record (names what lacks)
     ├── PromotionError              a model version cannot move to a stage as asked (names both)
     │   └── GatesFailed             its promotion gates failed (carries the report per gate)
     ├── RunFailed                   a tracked run ended `failed` (names the run; cause chained)
@@ -219,6 +220,17 @@ class RunFailed(TrainforgeError):
 class ResumeRefused(TrainforgeError):
     """A run cannot be resumed as asked: it completed, still runs, belongs to another pipeline,
     or the spec given now differs from the one it recorded (the message lists each change)."""
+
+
+class NotReproducible(TrainforgeError):
+    """A run cannot be reproduced from its record: `missing` lists each thing that lacks (the
+    stored data, the commit, a credential, ...), found before anything ran."""
+
+    def __init__(self, run_id: str, missing: list[str]) -> None:
+        self.run_id = run_id
+        self.missing = list(missing)
+        super().__init__(f"run {run_id} cannot be reproduced:\n"
+                         + "\n".join(f"  - {line}" for line in self.missing))
 
 
 class PromotionError(TrainforgeError):

@@ -6,15 +6,14 @@ from trainforge import tracking
 
 def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
-        "CheckpointEntry", "CodeEntry", "CodeRead", "DEFAULT_CRASH_TIMEOUT_S", "DataEntry",
-        "GitState",
-        "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
+        "CheckpointEntry", "CodeEntry", "CodeRead", "DEFAULT_CRASH_TIMEOUT_S", "DIFF_ARTIFACT",
+        "DataEntry", "GitState", "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
         "RunHandle", "RunRecorder", "SilentRun", "SpecEntry", "SystemRecord", "TuningEntry",
-        "active_run", "capture_environment", "collect_crashed_runs", "compare_runs",
-        "comparison", "default_store", "get_metric_history", "get_run", "git_state",
-        "is_alive", "open_run", "parse_filter", "parse_sort", "process_record", "recorded_spec_of",
-        "replay_in_background", "replay_spills", "search_runs", "start_run", "system_of",
-        "where_running"]
+        "active_run", "capture_environment", "code_object_key", "collect_crashed_runs",
+        "compare_runs", "comparison", "default_store", "get_metric_history", "get_run",
+        "git_state", "installed_packages", "is_alive", "open_run", "parse_filter",
+        "parse_sort", "process_record", "recorded_spec_of", "replay_in_background",
+        "replay_spills", "search_runs", "start_run", "system_of", "where_running"]
 
 
 def test_the_top_level_package_exposes_the_run_api():

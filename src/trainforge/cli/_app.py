@@ -2,7 +2,8 @@
 with. Exit codes (`EXIT_CODES` prints them in the help): 0 done; 1 the run failed, or what a
 command names does not exist (a run, model or experiment, or the database itself: commands
 that only read never create one, see `_context.existing_store`); 2 bad spec or arguments; 3
-the run completed but a gate stopped registration; 75 the run was preempted (resume it)."""
+the run completed but a gate stopped registration; 4 a reproduction differs from its run; 75
+the run was preempted (resume it)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from trainforge.cli import (
     _pbt,
     _pipelines,
     _render,
+    _reproduce,
     _runs,
     _serving,
     _tune,
@@ -45,8 +47,8 @@ HELP = """Turn a declared training pipeline (a YAML spec) into tracked, resumabl
 registered models, then read back what they recorded: runs, model versions, checkpoints. State
 lives in TRAINFORGE_HOME (default: ./.trainforge), or in the database TRAINFORGE_DB names."""
 EXIT_CODES = ("Exit codes: 0 done; 1 the run failed, or a run, model or database named does not "
-              "exist; 2 bad spec or arguments; 3 a gate stopped registration; 75 preempted "
-              "(resume the run).")
+              "exist; 2 bad spec or arguments; 3 a gate stopped registration; 4 a reproduction "
+              "differs from its run; 75 preempted (resume the run).")
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, epilog=EXIT_CODES)
 runs_app = typer.Typer(no_args_is_help=True,
@@ -71,6 +73,7 @@ app.add_typer(_pipelines.pipeline_app, name="pipeline")
 app.command("dag")(_pipelines.dag)
 app.command("resume")(_pipelines.resume)
 app.command("explain-cache")(_pipelines.explain_cache)
+app.command("reproduce")(_reproduce.reproduce)
 
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="Field overrides: a.b=value")]
 NprocPerNode = Annotated[Optional[int], typer.Option(
@@ -89,6 +92,9 @@ AllowNeutralChanges = Annotated[bool, typer.Option(
     "--allow-neutral-changes", help="With --resume: accept changes to the run's spec that "
     "cannot change what is trained (progress, logging cadence, resume mode); recorded on the "
     "run.")]
+Reproduces = Annotated[Optional[str], typer.Option(
+    metavar="RUN_ID", hidden=True, help="The run this one reproduces (`trainforge reproduce` "
+    "passes it).")]
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again later (with --resume)
 
 
@@ -141,6 +147,7 @@ def run(
     max_restarts: MaxRestarts = 0,
     resume: Resume = None,
     allow_neutral_changes: AllowNeutralChanges = False,
+    reproduces: Reproduces = None,
 ) -> None:
     """Run the pipeline SPEC declares, as one tracked run.
 
@@ -160,14 +167,15 @@ def run(
             if nproc_per_node is None:
                 result = run_pipeline(spec, overrides or [], session=_context.session(),
                                       resume=resume, allow_neutral_changes=allow_neutral_changes,
-                                      listener=None if as_json else _render.print_step)
+                                      listener=None if as_json else _render.print_step,
+                                      reproduces=reproduces)
             else:
                 min_nodes, max_nodes = parse_nodes(nnodes)
                 launch = Launch(nproc_per_node, max_nodes, rdzv_endpoint, max_restarts, rdzv_id,
                                 min_nodes)
                 result = launch_pipeline(spec, overrides or [], launch, resume=resume,
                                          allow_neutral_changes=allow_neutral_changes,
-                                         session=_context.session())
+                                         session=_context.session(), reproduces=reproduces)
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:

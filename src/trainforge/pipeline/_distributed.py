@@ -70,6 +70,7 @@ log = logging.getLogger("trainforge")
 def launch_pipeline(
     path: str | Path, overrides: list[str] | None, launch: Launch, resume: str | None = None,
     *, allow_neutral_changes: bool = False, session: Session | None = None,
+    reproduces: str | None = None,
 ) -> PipelineResult | None:
     """Run the pipeline of `path` as one tracked run over `launch.world_size` processes.
 
@@ -78,14 +79,14 @@ def launch_pipeline(
     Workers restarted by torchrun (`max_restarts`), like a `resume`d run, continue from the
     run's newest checkpoint. With `launch.nnodes` > 1 each node calls this: the launcher that
     leads the job (the first to create its pipeline run) returns the result, the others None
-    (the leader reports the run).
+    (the leader reports the run). `reproduces`: as `run_pipeline`'s.
     """
     overrides = list(overrides or [])
     plan = plan_pipeline(path, overrides)
     _check_launch(plan.spec, launch, str(path), resume)
     multi_node = launch.nnodes > 1
     with tracked_run(plan, session or Session.open(), resume=resume,
-                     allow_neutral_changes=allow_neutral_changes,
+                     allow_neutral_changes=allow_neutral_changes, reproduces=reproduces,
                      run_id=job_run_id(plan.spec.name, launch) if multi_node else None,
                      job=job_key(launch) if multi_node else None) as tracked:
         _record_launch(tracked, launch)

@@ -87,6 +87,7 @@ def run_pipeline(
     allow_neutral_changes: bool = False,
     pipeline_run: str | None = None,
     steps: Sequence[StepDefinition | Step | Callable[..., Any]] = (),
+    reproduces: str | None = None,
 ) -> PipelineResult:
     """Run the pipeline `spec` declares (a spec file, or a `PipelineSpec`), as one tracked run.
 
@@ -104,13 +105,15 @@ def run_pipeline(
     `resume`) continues that pipeline run of the run rather than starting another: its steps
     without stored outputs run again, the train step from the run's newest checkpoint.
     `steps` (`@step` functions, `Step`s or plain functions) join the chain beside the spec's
-    own `steps:`, placed by their inputs and `after`. (`launch_pipeline` runs the train step
-    on torchrun workers.)
+    own `steps:`, placed by their inputs and `after`. `reproduces` names the run this one
+    reproduces (`trainforge reproduce`), recorded on the new run. (`launch_pipeline` runs the
+    train step on torchrun workers.)
     """
     plan = plan_pipeline(spec, overrides, [as_step(item) for item in steps])
     _check_process_group(plan)
     with tracked_run(plan, session or Session.open(), callbacks=callbacks, parent=parent,
-                     resume=resume, allow_neutral_changes=allow_neutral_changes) as tracked:
+                     resume=resume, allow_neutral_changes=allow_neutral_changes,
+                     reproduces=reproduces) as tracked:
         values = tracked.execute(listener=listener, pipeline_run=pipeline_run)
     return tracked.result(values)
 
@@ -177,6 +180,7 @@ def tracked_run(
     allow_neutral_changes: bool = False,
     run_id: str | None = None,
     job: str | None = None,
+    reproduces: str | None = None,
 ) -> Iterator[TrackedRun]:
     """The plan's tracked run (new, resumed, or joined) for the block, ended with it:
     completed when the block returns, else as `_errors_of_run` says (and raised as its
@@ -187,7 +191,7 @@ def tracked_run(
     every launcher: a run to resume (`resume`, or `resume: auto`'s choice) is reopened by the
     first launcher and joined by the others (`RunStore.reopen_run`), and a new run records it.
     The run's session is `session` with the spec's credentials (its data source's and
-    checkpoint location's storage options)."""
+    checkpoint location's storage options). A new run records the run it `reproduces`."""
     session = session.with_credentials(plan.spec.credentials())
     preemption = plan.preemption_notice()
     dag = plan.dag(session.store, callbacks, preemption,
@@ -198,7 +202,8 @@ def tracked_run(
     )
     resumed = _run_to_resume(plan, session, resume, allow_neutral_changes, job)
     started = time.perf_counter()
-    handle = _open_run(plan, session, parent, resumed, run_id, job)
+    handle = _open_run(plan, session, parent, resumed, run_id,
+                       SystemRecord(job=job, reproduces=reproduces))
     tracked = TrackedRun(plan, session, handle, dag)
     with _errors_of_run(handle.run_id), handle, preemption.installed():
         if resumed is not None:
@@ -257,19 +262,21 @@ def _run_to_resume(plan: PipelinePlan, session: Session, resume: str | None,
 
 
 def _open_run(plan: PipelinePlan, session: Session, parent: RunHandle | str | None,
-              resumed: _Resumption | None, run_id: str | None, job: str | None) -> RunHandle:
-    """The run this process records to: resumed, joined (`run_id` taken) or new."""
+              resumed: _Resumption | None, run_id: str | None,
+              origin: SystemRecord) -> RunHandle:
+    """The run this process records to: resumed, joined (`run_id` taken) or new (recording
+    its `origin`: the multi-node job's key, the run it reproduces)."""
     spec = plan.spec
     tensorboard_dir = session.settings.tensorboard_dir if spec.tracking.tensorboard else None
     if resumed is not None:
-        return open_run(spec.experiment_name, session, resume=resumed.run_id, job=job,
+        return open_run(spec.experiment_name, session, resume=resumed.run_id, job=origin.job,
                         tensorboard_dir=tensorboard_dir)
     new_id = run_id or uuid.uuid4().hex
     location = checkpoint_location(spec.training.checkpoint, new_id,
                                    session.artifacts.run_uri(new_id))
     system = (plan.system_record().merged(process_record(session.user))
               .merged(checkpoint_record(spec.training.checkpoint, location))
-              .merged(SystemRecord(job=job)))
+              .merged(origin))
     try:
         return open_run(spec.experiment_name, session, params=spec.model_dump(mode="json"),
                         parent=parent, run_id=new_id, pipeline_id=spec.name, system=system,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         DataDiff,
         DataRepository,
         Snapshot,
+        object_key,
         version_names,
     )
 
@@ -27,11 +28,12 @@ _EXPORTS = {
     "Manifest": "trainforge.versioning._manifest",
     "ManifestEntry": "trainforge.versioning._manifest",
     "Snapshot": "trainforge.versioning._repository",
+    "object_key": "trainforge.versioning._repository",
     "open_repository": "trainforge.versioning._open",
     "version_names": "trainforge.versioning._repository",
 }
 
 __all__ = ["DataDiff", "DataRepository", "Manifest", "ManifestEntry", "Snapshot",
-           "open_repository", "version_names"]
+           "object_key", "open_repository", "version_names"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,5 @@
+"""`python -m trainforge`: the `trainforge` command with this interpreter."""
+
+from trainforge.cli import main
+
+main()
