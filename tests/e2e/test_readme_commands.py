@@ -316,6 +316,7 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge data checkout fraud@day10 restored/": Plan(before=restored_is_new),
     "trainforge run examples/fraud/pipeline.yaml data.version=fraud@day10": Plan(),
     "python examples/fraud/generate.py --append-days 5": Plan(),
+    "trainforge reproduce RUN_ID": Plan(before=find_fraud_runs),
     "trainforge data validate examples/fraud/data --contract examples/fraud/contract.yaml": Plan(),
     "trainforge data profile examples/fraud/data": Plan(),
     "trainforge data drift examples/fraud/data --against fraud@day10": Plan(
@@ -438,6 +439,10 @@ def test_the_readme_lists_a_plan_for_each_command() -> None:
 def test_every_readme_command_runs_without_a_traceback(user_venv: Path, tmp_path: Path) -> None:
     shutil.copytree(REPO / "examples", tmp_path / "examples",
                     ignore=shutil.ignore_patterns("data", "__pycache__"))
+    shutil.copy(REPO / ".gitignore", tmp_path / ".gitignore")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "clone"]):  # as if cloned
+        subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args],
+                       cwd=tmp_path, check=True)
     session = Session(user_venv, tmp_path)
     # `make demo`, after `make setup` (the fixture)
     session.run(f"python examples/fraud/generate.py --out examples/fraud/data {DEMO_DATA}")

@@ -82,8 +82,9 @@ def test_a_run_is_reproduced_identically_after_code_and_data_moved_on(
     git("commit", "-qm", "smaller model", cwd=project)
     spec.write_text(spec.read_text().replace("hidden: [32, 16]", "hidden: [8]"))
     git("commit", "-qam", "smallest model", cwd=project)
-    generator = load_example_script("fraud", "generate.py")
-    generator.append_days(project / "fraud" / "data", 1)
+    subprocess.run([sys.executable, str(EXAMPLE / "generate.py"), "--out",
+                    str(project / "fraud" / "data"), "--append-days", "1"], check=True,
+                   capture_output=True)
     past = sorted((project / "fraud" / "data").glob("*.parquet"))[2]
     pd.read_parquet(past).iloc[::2].to_parquet(past)  # a past day rewritten in place
 
@@ -109,12 +110,15 @@ def test_a_run_is_reproduced_identically_after_code_and_data_moved_on(
     assert not list(tmp_path.glob("trainforge-reproduce-*"))  # the temporary checkout is gone
     assert git("worktree", "list", "--porcelain", cwd=project).count("worktree ") == 1
 
+    objects = home / "artifacts" / "data" / "objects"
+    stored = len(list(objects.glob("*/*")))
     latest = json.loads(trainforge("run", str(spec), *FAST, "--json", cwd=started_in,
                                    env=env).stdout)
     shown = json.loads(trainforge("runs", "show", latest["run_id"], "--json", cwd=elsewhere,
                                   env=fresh).stdout)
     assert shown["data_version_names"] == ["fraud@2"]
     assert latest["data_version"] != first["data_version"]
+    assert len(list(objects.glob("*/*"))) == stored + 2  # the new day and the rewritten one
 
 
 def test_a_run_that_cannot_be_reproduced_is_refused_naming_what_lacks(

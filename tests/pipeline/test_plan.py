@@ -22,7 +22,8 @@ def test_a_spec_object_plans_like_its_file():
     assert from_object.source_record() == {"spec": {"path": None,
                                                      "overrides": ["training.epochs=2"]}}
     assert from_object.system_record().entries() == {
-        **from_object.source_record(), "resolved_spec": from_file.spec.model_dump(mode="json"),
+        "spec": {**from_object.source_record()["spec"], "redacted": []},
+        "resolved_spec": from_file.spec.model_dump(mode="json"),
         "data": {"contract": from_file.spec.data.contract, "target": "is_fraud"}}
     assert from_file.system_record().entries()["spec"]["path"] == str(SPEC)
 
@@ -57,6 +58,8 @@ def test_credentials_change_neither_the_hash_nor_any_dump():
     assert plan.source_record()["spec"]["overrides"] == plan.system_record().spec.overrides == [
         "training.checkpoint.storage_options.secret=***",
         "training.checkpoint.storage_options.key=***"]
+    assert plan.system_record().spec.redacted == [
+        "training.checkpoint.storage_options.secret", "training.checkpoint.storage_options.key"]
 
 
 def test_credentials_survive_overrides_on_a_spec_object():

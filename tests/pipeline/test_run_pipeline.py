@@ -42,7 +42,8 @@ def test_a_spec_object_runs_with_callbacks_under_a_parent(fraud_project, tmp_pat
     assert run.status is RunStatus.COMPLETED and run.params["training"]["epochs"] == 3
     assert stop.seen == [1]
     assert len(home_store().get_metric_history(run.run_id, "val_loss").items) == 1
-    assert run.system["spec"] == {"path": None, "overrides": ["training.epochs=3"]}
+    assert run.system["spec"] == {"path": None, "overrides": ["training.epochs=3"],
+                                  "redacted": []}
 
 
 def test_system_state_is_kept_apart_from_params_and_tags(fraud_project):
@@ -51,7 +52,7 @@ def test_system_state_is_kept_apart_from_params_and_tags(fraud_project):
     run = home_store().get_run(result.run.run_id)
     assert run.system["process"] == {"host": socket.gethostname(), "pid": os.getpid(),
                                      "user": Settings.from_env().user}
-    assert run.system["spec"] == {"path": str(path), "overrides": ONE_EPOCH}
+    assert run.system["spec"] == {"path": str(path), "overrides": ONE_EPOCH, "redacted": []}
     checkpoint = run.system["checkpoint"]
     assert checkpoint["location"] == f"{run.artifact_uri}/checkpoints"
     assert checkpoint["policy"]["keep_last"] == 3

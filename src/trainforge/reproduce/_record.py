@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.entities import Run
-from trainforge.errors import DataError, NotReproducible
+from trainforge.errors import ArtifactError, DataError, NotReproducible, ObjectStoreError
 from trainforge.session import Session
 from trainforge.tracking import (
     DIFF_ARTIFACT,
@@ -64,9 +64,12 @@ def plan_reproduction(run: Run, session: Session, given: Sequence[str] = (),
             missing.append(f"commit {code.commit} is in no repository here (not at "
                            f"{code.repository}, nor in the current folder's): fetch it "
                            f"from {where}")
-        missing += _stored_code(run, code, session)
-    data = open_repository(session.settings, session.store)
-    missing += _stored_data(run, data)
+    try:
+        if code is not None:
+            missing += _stored_code(run, code, session)
+        missing += _stored_data(run, open_repository(session.settings, session.store))
+    except (ArtifactError, ObjectStoreError) as exc:  # a bucket without credentials here
+        missing.append(f"read access to the artifact root {session.artifacts.root_uri}: {exc}")
     missing += _given_values(run, given)
     if system.distributed is not None and system.distributed.nnodes > 1:
         missing.append(f"a single node: it trained on {system.distributed.nnodes} nodes")

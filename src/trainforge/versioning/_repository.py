@@ -241,16 +241,20 @@ class DataRepository:
         unchanged, else read once in the pool to hash, count and stage it."""
         cache = self.hash_cache
         results: list[tuple[str, int] | None] = []
-        for file in listing.files:
+        known: dict[int, str] = {}  # hashed before, its rows not counted (a run's ingest)
+        for index, file in enumerate(listing.files):
             hit = cache.lookup(file.path, file.stat) if cache is not None and \
                 file.stat is not None else None  # a local file
             results.append(None if hit is None or hit[1] is None else (hit[0], hit[1]))
+            if hit is not None and hit[1] is None:
+                known[index] = hit[0]
         todo = [index for index, result in enumerate(results) if result is None]
         unread = [(listing.files[index], result[0]) for index, result in enumerate(results)
                   if result is not None and uploads.may_lack(result[0])]
         unchanged = []
         for index, (before, sha256, rows, after) in _in_tasks(
-                pool, todo, lambda index: _measure(listing.files[index], uploads)):
+                pool, todo, lambda index: _measure(listing.files[index], uploads,
+                                                   known.get(index))):
             results[index] = (sha256, rows)
             if before is not None and before == after:
                 unchanged.append((listing.files[index].path, before, sha256, rows))
@@ -341,15 +345,19 @@ def _made(folder: Path) -> Path:
     return folder
 
 
-def _measure(file: SourceFileInfo, uploads: _Uploads) -> tuple[
+def _measure(file: SourceFileInfo, uploads: _Uploads, known: str | None = None) -> tuple[
         tuple[int, int, int, int] | None, str, int, tuple[int, int, int, int] | None]:
     """(stat before, sha256, rows, stat after) of a file, its object staged if the store lacks
-    it; the stats None for a remote file. A small local CSV file is read once for all three."""
+    it; the stats None for a remote file. A small local CSV file is read once for all three.
+    `known`: its sha256, from the hash cache (only its rows are counted; its object, if
+    staged, is checked against it as it streams)."""
     local = "://" not in file.path
     before = file.stat  # as listed: a change since the listing is a change, too
     rows: int | None = None
     data: bytes | None = None
-    if local and file.format == "csv" and file.compression is None and file.size <= _CHUNK:
+    if known is not None:
+        sha256 = known
+    elif local and file.format == "csv" and file.compression is None and file.size <= _CHUNK:
         with open(file.path, "rb") as handle:
             data = handle.read()
         sha256 = hashlib.sha256(data).hexdigest()
