@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
 import yaml
 
 from trainforge.config import Settings
+from trainforge.errors import TrainforgeError
 from trainforge.reproduce import ReproductionPlan
 from trainforge.reproduce._checkout import check_out, remove_checkout, write_spec
 from trainforge.session import Session
@@ -45,7 +47,8 @@ def test_the_checkout_holds_the_code_as_the_run_saw_it(store, tmp_path, monkeypa
     assert entry is not None
     spec = {"data": {"source": f"{root}/specs/data/*.parquet", "contract":
                      f"{root}/specs/contract.yaml", "version": None},
-            "training": {"checkpoint": {"resume": "auto"}}, "name": "x"}
+            "training": {"checkpoint": {"resume": "auto", "location": f"{root}/ckpt"}},
+            "name": "x"}
     plan = ReproductionPlan(recorded, spec, entry, root, "d" * 64, (), None)
     dest = tmp_path / "checkout"
 
@@ -55,10 +58,37 @@ def test_the_checkout_holds_the_code_as_the_run_saw_it(store, tmp_path, monkeypa
     assert {path: (dest / path).read_bytes() for path in seen} == seen
     assert written["data"] == {"source": f"{dest}/specs/data/*.parquet",
                                "contract": f"{dest}/specs/contract.yaml", "version": "d" * 64}
-    assert written["training"]["checkpoint"]["resume"] == "never"
+    assert written["training"]["checkpoint"] == {"resume": "never",
+                                                 "location": f"{root}/ckpt"}  # an output
     assert write_spec(plan, dest).parent == dest / "specs"
     remove_checkout(plan, dest)
     assert not dest.exists()
+    listed = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout
+    assert listed.count("worktree ") == 1
+
+
+def test_changes_that_do_not_apply_leave_no_checkout(store, tmp_path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run([*GIT, *args], cwd=root, check=True)
+    (root / "a.txt").write_text("two\n")
+    artifacts = open_artifact_store(tmp_path / "artifacts")
+    session = Session(Settings.from_env({"TRAINFORGE_HOME": str(tmp_path)}), store, artifacts)
+    with open_run("e", session, code=CodeRead(root)) as run:
+        pass
+    artifacts.put_bytes(run.run_id, "environment/git.diff", b"not a patch at all\n")
+    recorded = store.get_run(run.run_id)
+    entry = system_of(recorded).code
+    assert entry is not None and entry.diff
+    plan = ReproductionPlan(recorded, {}, entry, root, "d" * 64, (), None)
+
+    with pytest.raises(TrainforgeError, match="git apply"):
+        check_out(plan, artifacts, tmp_path / "checkout")
+
+    assert not (tmp_path / "checkout").exists()
     listed = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=root,
                             capture_output=True, text=True, check=True).stdout
     assert listed.count("worktree ") == 1

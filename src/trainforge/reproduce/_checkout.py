@@ -21,18 +21,25 @@ from trainforge.reproduce._record import ReproductionPlan
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import DIFF_ARTIFACT, code_object_key
 
+MOVED = ("data", "steps")  # the sections whose paths are inputs read from the repository
+
 
 def check_out(plan: ReproductionPlan, artifacts: ArtifactStore, dest: Path) -> None:
     """The run's code in `dest` (missing or empty): its commit as a worktree of the
-    repository, with the recorded changes and untracked files."""
+    repository, with the recorded changes and untracked files (removed again when they
+    cannot be applied)."""
     _git(plan.repository, "worktree", "add", "--quiet", "--detach", str(dest), plan.code.commit)
-    if plan.code.diff:
-        _git(dest, "apply", "--binary", "--whitespace=nowarn", "-",
-             input=artifacts.get_bytes(plan.run.run_id, DIFF_ARTIFACT))
-    for path, sha256 in plan.code.untracked.items():
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(artifacts.objects.read(code_object_key(sha256)))
+    try:
+        if plan.code.diff:
+            _git(dest, "apply", "--binary", "--whitespace=nowarn", "-",
+                 input=artifacts.get_bytes(plan.run.run_id, DIFF_ARTIFACT))
+        for path, sha256 in plan.code.untracked.items():
+            target = dest / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(artifacts.objects.read(code_object_key(sha256)))
+    except BaseException:
+        remove_checkout(plan, dest)  # no half-made checkout is left
+        raise
 
 
 def remove_checkout(plan: ReproductionPlan, dest: Path) -> None:
@@ -41,9 +48,10 @@ def remove_checkout(plan: ReproductionPlan, dest: Path) -> None:
 
 
 def write_spec(plan: ReproductionPlan, dest: Path) -> Path:
-    """The run's resolved spec, pinned to its data version and its paths moved into `dest`,
-    written beside the checkout's spec file (or in its working folder); its path."""
-    spec = moved(plan.spec, plan.code.repository, str(dest))
+    """The run's resolved spec, pinned to its data version and its input paths moved into
+    `dest`, written beside the checkout's spec file (or in its working folder); its path."""
+    spec = {**plan.spec, **{section: moved(plan.spec[section], plan.code.repository, str(dest))
+                            for section in MOVED if section in plan.spec}}
     spec["data"]["version"] = plan.data_version_id
     spec["training"]["checkpoint"]["resume"] = "never"
     recorded = plan.code.spec

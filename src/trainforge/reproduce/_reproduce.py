@@ -54,17 +54,23 @@ def reproduce_run(run_id: str, session: Session, *, given: Sequence[str] = (),
         raise NotReproducible(run.run_id, [f"an empty folder to check out into: {into} "
                                            "holds files"])
     plan = plan_reproduction(run, session, given, strict)
-    dest = into.resolve() if into is not None else \
-        Path(tempfile.mkdtemp(prefix=f"trainforge-reproduce-{run.run_id[:12]}-")) / "code"
-    check_out(plan, session.artifacts, dest)
+    if into is not None:
+        temporary, dest = None, into.resolve()
+    else:
+        temporary = Path(tempfile.mkdtemp(prefix=f"trainforge-reproduce-{run.run_id[:12]}-"))
+        dest = temporary / "code"
     try:
-        new_id = _run_again(plan, session, dest)
-        comparison = compare(run, session.store.get_run(new_id), session.store, str(dest))
+        check_out(plan, session.artifacts, dest)
+        try:
+            new_id = _run_again(plan, session, dest)
+            comparison = compare(run, session.store.get_run(new_id), session.store, str(dest))
+        finally:
+            if temporary is not None:
+                remove_checkout(plan, dest)
     finally:
-        if into is None:
-            remove_checkout(plan, dest)
-            dest.parent.rmdir()
-    return Reproduction(new_id, dest if into is not None else None, comparison)
+        if temporary is not None:
+            temporary.rmdir()
+    return Reproduction(new_id, None if temporary is not None else dest, comparison)
 
 
 def _run_again(plan: ReproductionPlan, session: Session, dest: Path) -> str:
