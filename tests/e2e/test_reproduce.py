@@ -148,3 +148,21 @@ def test_a_run_that_cannot_be_reproduced_is_refused_naming_what_lacks(
     assert f"{tmp_path / 'busy'} holds files" in busy.stderr
     runs = json.loads(trainforge("runs", "list", "--json", cwd=tmp_path, env=env).stdout)
     assert [r["run_id"] for r in runs] == [run["run_id"]]  # nothing ran
+
+
+def test_a_launched_run_is_reproduced_over_as_many_workers(project: Path, tmp_path: Path) -> None:
+    spec = project / "fraud" / "pipeline.yaml"
+    shutil.copy(EXAMPLE / "contract.yaml", project / "fraud" / "contract.yaml")
+    env = user_env(TRAINFORGE_HOME=str(tmp_path / "home"), OMP_NUM_THREADS="1")
+    run = json.loads(trainforge("run", str(spec), *FAST, "training.strategy=ddp",
+                                "--nproc-per-node", "2", "--json", cwd=project,
+                                env=env).stdout)
+
+    reproduced = trainforge("reproduce", run["run_id"], "--json", cwd=tmp_path, env=env)
+
+    verdict = json.loads(reproduced.stdout)
+    assert verdict["verdict"] == "identical", verdict
+    store = open_store(Settings.from_env(env).database_url.get_secret_value())
+    again = system_of(store.get_run(verdict["reproduction"]))
+    assert again.reproduces == run["run_id"]
+    assert again.distributed is not None and again.distributed.nproc_per_node == 2
