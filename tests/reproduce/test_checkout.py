@@ -48,7 +48,7 @@ def test_the_checkout_holds_the_code_as_the_run_saw_it(store, tmp_path, monkeypa
     spec = {"data": {"source": f"{root}/specs/data/*.parquet", "contract":
                      f"{root}/specs/contract.yaml", "version": None},
             "training": {"checkpoint": {"resume": "auto", "location": f"{root}/ckpt"}},
-            "name": "x"}
+            "registry": {"model_name": "fraud_detector"}, "name": "x"}
     plan = ReproductionPlan(recorded, spec, entry, root, "d" * 64, (), None)
     dest = tmp_path / "checkout"
 
@@ -60,6 +60,7 @@ def test_the_checkout_holds_the_code_as_the_run_saw_it(store, tmp_path, monkeypa
                                "contract": f"{dest}/specs/contract.yaml", "version": "d" * 64}
     assert written["training"]["checkpoint"] == {"resume": "never",
                                                  "location": f"{root}/ckpt"}  # an output
+    assert written["registry"] is None
     assert write_spec(plan, dest).parent == dest / "specs"
     remove_checkout(plan, dest)
     assert not dest.exists()

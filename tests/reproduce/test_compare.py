@@ -25,12 +25,12 @@ def _session(store, tmp_path: Path) -> Session:
 
 
 def _run(store, root: str, losses: list[float], deterministic: bool = True,
-         **environment: Any) -> Run:
+         registry: dict[str, Any] | None = None, **environment: Any) -> Run:
     """A run as a pipeline run records one: its spec (a path under `root`, its repository)
     as params and resolved spec, this machine's environment changed by `environment`, and
     its loss and throughput series."""
     spec = {"training": {"deterministic": deterministic, "seed": 0},
-            "data": {"source": f"{root}/data/*.parquet", "version": None}}
+            "data": {"source": f"{root}/data/*.parquet", "version": None}, "registry": registry}
     experiment = store.get_or_create_experiment("e").experiment_id
     run = store.create_run(experiment, params=spec,
                            environment={**capture_environment(), **environment},
@@ -43,8 +43,9 @@ def _run(store, root: str, losses: list[float], deterministic: bool = True,
 
 
 def test_the_same_series_and_params_in_another_checkout_are_identical(store) -> None:
-    original = _run(store, "/home/me/project", [0.5, 0.25, 0.125])
-    again = _run(store, "/tmp/checkout", [0.5, 0.25, 0.125])
+    original = _run(store, "/home/me/project", [0.5, 0.25, 0.125],
+                    registry={"model_name": "fraud_detector"})
+    again = _run(store, "/tmp/checkout", [0.5, 0.25, 0.125])  # registers nothing
 
     comparison = compare(original, again, store, "/tmp/checkout")
 

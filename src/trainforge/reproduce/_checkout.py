@@ -54,6 +54,7 @@ def write_spec(plan: ReproductionPlan, dest: Path) -> Path:
                             for section in MOVED if section in plan.spec}}
     spec["data"]["version"] = plan.data_version_id
     spec["training"]["checkpoint"]["resume"] = "never"
+    spec["registry"] = None  # a check, not a new model: no version registered, no deploy hook
     recorded = plan.code.spec
     folder = dest / Path(recorded).parent if recorded and not os.path.isabs(recorded) \
         else working_folder(plan, dest)

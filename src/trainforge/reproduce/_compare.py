@@ -4,8 +4,9 @@ series step by step; each difference in the results named with its likely causes
 Rules:
 - params are compared flattened, the paths under each run's repository shown as
   `<repository>/...` (the reproduction's lie in its checkout), without `data.version` (the
-  reproduction pins the original's data version, compared as itself) and
-  `training.checkpoint.resume` (a reproduction starts from step 0);
+  reproduction pins the original's data version, compared as itself),
+  `training.checkpoint.resume` (a reproduction starts from step 0) and `registry` (a
+  reproduction registers no model version);
 - metrics whose names end in `_s` are timings (seconds, rates per second) and are not
   compared; every other series must hold the same steps with the same values, bit for bit;
 - the environment's differences (interpreter, torch, CUDA, GPUs, CPU, packages) are reported
@@ -21,7 +22,7 @@ from trainforge.config import flatten_paths
 from trainforge.entities import Run
 from trainforge.storage import MetricStore, all_items
 
-NOT_COMPARED = ("data.version", "training.checkpoint.resume")
+NOT_COMPARED = ("data.version", "training.checkpoint.resume", "registry")
 TIMING_SUFFIX = "_s"
 ENVIRONMENT_KEYS = ("python", "torch", "cuda", "gpus", "gpu_driver", "cpu_model", "cpu_count",
                     "platform")
@@ -124,7 +125,11 @@ def _params(before: dict[str, Any], before_root: str, after: dict[str, Any],
     flat_after = {k: _shown(v, after_root) for k, v in flatten_paths(after).items()}
     return [Difference("params", key, flat_before.get(key), flat_after.get(key))
             for key in sorted(set(flat_before) | set(flat_after))
-            if key not in NOT_COMPARED and flat_before.get(key) != flat_after.get(key)]
+            if not _set_by_reproduce(key) and flat_before.get(key) != flat_after.get(key)]
+
+
+def _set_by_reproduce(key: str) -> bool:
+    return any(key == path or key.startswith(path + ".") for path in NOT_COMPARED)
 
 
 def _shown(value: Any, root: str) -> Any:

@@ -24,14 +24,13 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from trainforge.config import mask_url_password
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.storage.objects import ObjectStore
-from trainforge.tracking._environment import installed_packages
 from trainforge.tracking._system import CodeEntry
 
 CODE_OBJECTS = "code/objects"
@@ -79,11 +78,11 @@ def git_state(directory: str | Path = ".") -> GitState:
     return GitState(commit, bool(status.strip()), diff, root, remote)
 
 
-def record_code(git: GitState, artifacts: ArtifactStore, run_id: str,
-                code: CodeRead) -> CodeEntry | None:
+def record_code(git: GitState, artifacts: ArtifactStore, run_id: str, code: CodeRead,
+                packages: Mapping[str, str]) -> CodeEntry | None:
     """Store what checks the run's code out again (the diff, the untracked files among the
-    spec, what `code` reads and the modules imported so far, the lock) and return its `code`
-    entry; None outside git."""
+    spec, what `code` reads and the modules imported so far, the lock: the installed
+    `packages`) and return its `code` entry; None outside git."""
     if git.commit is None or git.root is None:
         return None
     root = git.root
@@ -94,7 +93,7 @@ def record_code(git: GitState, artifacts: ArtifactStore, run_id: str,
     if git.diff:
         artifacts.put_bytes(run_id, DIFF_ARTIFACT, git.diff)
     artifacts.put_bytes(run_id, REQUIREMENTS_ARTIFACT, "".join(
-        f"{name}=={version}\n" for name, version in installed_packages().items()).encode())
+        f"{name}=={version}\n" for name, version in packages.items()).encode())
     for name in LOCK_FILES:
         if (root / name).is_file():
             artifacts.put_file(run_id, root / name, f"environment/{name}")

@@ -430,12 +430,13 @@ def _create(
 ) -> Run:
     run_id = identity.run_id or uuid.uuid4().hex
     git = git_state(code.directory)
-    entry = record_code(git, artifacts, run_id, code)
+    environment = capture_environment()
+    entry = record_code(git, artifacts, run_id, code, environment["packages"])
     system = identity.system or SystemRecord()
     if entry is not None:
         system = system.merged(SystemRecord(code=entry))
     return store.create_run(
-        experiment_id, params=dict(params or {}), environment=capture_environment(),
+        experiment_id, params=dict(params or {}), environment=environment,
         artifact_uri=artifacts.run_uri(run_id), run_id=run_id, git_commit=git.commit,
         git_dirty=git.dirty, pipeline_id=identity.pipeline_id, tags=tags,
         parent_run_id=parent.run_id if isinstance(parent, RunHandle) else parent,
