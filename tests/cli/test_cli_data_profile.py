@@ -53,7 +53,8 @@ def test_drift_against_a_snapshot_or_a_source(tmp_path: Path) -> None:
                    "--json")
 
     assert same.exit_code == 0 and "no drift" in same.stdout
-    assert moved.exit_code == 1
+    assert "against base (base@1 " in same.stdout  # by name and number, then the id's start
+    assert moved.exit_code == 4
     report = json.loads(moved.stdout)
     assert [c["column"] for c in report["columns"] if c["drifted"]] == ["amount"]
 
@@ -64,6 +65,9 @@ def test_a_version_without_a_profile_and_a_missing_source_exit_1(tmp_path: Path)
 
     unprofiled = invoke("drift", str(tmp_path / "base"), "--against", "base")
     missing = invoke("profile", str(tmp_path / "none-*.parquet"))
+    unknown = invoke("drift", str(tmp_path / "base"), "--against", "base@v3")
 
     assert unprofiled.exit_code == 1 and "has no stored profile" in unprofiled.stderr
     assert missing.exit_code == 1 and "matches no file" in missing.stderr
+    assert unknown.exit_code == 1
+    assert "no version base@v3 (versions: base@1, base@latest)" in unknown.stderr

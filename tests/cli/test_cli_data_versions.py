@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
@@ -73,3 +74,28 @@ def test_list_without_a_database_exits_1_and_creates_nothing(tmp_path: Path) -> 
     result = invoke("list")
 
     assert result.exit_code == 1 and "TRAINFORGE_HOME" in result.stderr
+
+
+def test_diff_names_the_columns_whose_schema_changed_or_values_drifted(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    data = tmp_path / "data"
+    data.mkdir()
+    frame = pd.DataFrame({"amount": rng.normal(100, 15, 5_000),
+                          "hour": rng.integers(0, 24, 5_000)})
+    frame.to_parquet(data / "day-1.parquet")
+    old = _json("snapshot", str(data), "--name", "feed")
+    grown = frame.assign(amount=rng.normal(100, 15, 5_000), channel="web")
+    grown.to_parquet(data / "day-2.parquet")  # the same amounts, a new column
+    (data / "day-1.parquet").unlink()
+    same = _json("snapshot", str(data), "--name", "feed")
+    grown.assign(amount=grown["amount"] + 6).to_parquet(data / "day-2.parquet")
+    moved = _json("snapshot", str(data), "--name", "feed")
+
+    quiet = _json("diff", "feed@2", "feed@1")["columns"]
+    drifted = invoke("diff", "feed@1", "feed@3")
+
+    assert old["number"] == "feed@1" and same["number"] == "feed@2"
+    assert quiet == {"added": [], "removed": ["channel"], "retyped": [], "drifted": []}
+    assert drifted.exit_code == 0, drifted.output
+    assert "columns: 'channel' added; 'amount' drifted (wasserstein 0.4" in drifted.stdout
+    assert moved["number"] == "feed@3"

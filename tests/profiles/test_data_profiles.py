@@ -83,6 +83,36 @@ def test_a_shift_and_a_category_mix_change_drift() -> None:
     assert "amount: psi" in report.summary() and "kind: js" in report.summary()
 
 
+def _normal(seed: int, n: int, mean: float = 0.0, std: float = 1.0) -> DatasetProfile:
+    return _profile(pa.table({"x": np.random.default_rng(seed).normal(mean, std, n)}))
+
+
+@pytest.mark.parametrize(("mean", "std", "drifts"), [
+    (0.25, 1.0, True),  # a quarter of a standard deviation: PSI about 0.06
+    (0.0, 1.5 ** 0.5, True),  # 1.5 times the variance
+    (0.0, 1.0, False),  # a new sample of the same distribution
+    (0.02, 1.0, False),  # a shift too small to report
+])
+def test_default_thresholds_report_what_evidently_reports_on_large_samples(
+        mean: float, std: float, drifts: bool) -> None:
+    report = compute_drift(_normal(1, 100_000), _normal(2, 100_000, mean, std))
+
+    [column] = report.columns
+    assert column.thresholds == {"psi": 0.2, "wasserstein": 0.1}
+    assert column.drifted is drifts, column.statistics
+    assert (column.statistics["psi"] > 0.2) is False  # what PSI alone would have missed
+
+
+def test_default_thresholds_of_small_samples_are_the_ks_test_at_5_percent() -> None:
+    shifted = compute_drift(_normal(1, 500), _normal(2, 400, mean=0.5))
+    same = compute_drift(_normal(3, 500), _normal(4, 400))
+
+    limit = 1.358 * ((500 + 400) / (500 * 400)) ** 0.5
+    for report in (shifted, same):
+        assert report.columns[0].thresholds == {"psi": 0.2, "ks": pytest.approx(limit, abs=1e-6)}
+    assert shifted.drifted_columns == ["x"] and not same.drifted
+
+
 def test_thresholds_per_column_and_defaults() -> None:
     reference, current = _profile(_table(1)), _profile(_table(2, shift=3))
 

@@ -151,7 +151,7 @@ def test_references_by_id_prefix_name_and_tag(
                                         r"name or name@tag of that name "
                                         r"\(tags: one@1, one@latest\)"):
         repository.resolve("abc")
-    with pytest.raises(DataError, match=r"'one@nope': no stored id"):
+    with pytest.raises(DataError, match=r"^no version one@nope \(versions: one@1, one@latest\)$"):
         repository.resolve("one@nope")
     with pytest.raises(DataError, match=r"tag 'one': expected NAME@TAG"):
         repository.tag(version_id, "one")

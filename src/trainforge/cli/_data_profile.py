@@ -3,8 +3,10 @@
 Profiles are stored in the database beside their data version (each file's too, so a folder
 that gained a day is profiled by that day only); drift compares stored profiles, reading no
 data for a stored version. NEW and REF are each a source (file, folder, glob, URL: profiled
-now) or a data version (id, prefix, NAME, NAME@TAG) whose profile is stored. Exit codes: 0
-done (no drift for `drift`); 1 drift found, or a source or version that names nothing.
+now) or a data version (id, prefix, NAME, NAME@NUMBER, NAME@TAG) whose profile is stored; a
+`NAME@...` of a known name is always a version. Versions are shown by name (`fraud@3`) and the
+first 12 characters of their id. Exit codes: 0 done (no drift for `drift`); 4 drift found
+(`EXIT_DRIFT`); 1 a source or version that names nothing, or a version with no stored profile.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from trainforge.versioning import DataRepository
 
 FAILURES = (DataError, DataNotFound, NotFound)
+EXIT_DRIFT = 4  # as `reproduce`'s: the comparison found a difference
 
 
 def data_profile(
@@ -61,8 +64,10 @@ def data_drift(
     against: Annotated[str, typer.Option(help="Reference: a data version or a source.")],
     as_json: _render.JsonFlag = False,
 ) -> None:
-    """Drift of NEW from the reference profile, per column, and schema drift."""
+    """Drift of NEW from the reference profile, per column, and schema drift; exit 4 when
+    there is drift."""
     from trainforge.profiles import compute_drift
+    from trainforge.versioning import version_label
 
     repository = _repository()
     try:
@@ -75,10 +80,12 @@ def data_drift(
         _render.emit_json({"reference": reference_id, "current": current_id,
                            **report.to_dict()})
     else:
-        typer.echo(f"{new} ({current_id[:12]}) against {against} ({reference_id[:12]}): "
+        shown_new, shown_against = (version_label(repository.versions, version_id)
+                                    for version_id in (current_id, reference_id))
+        typer.echo(f"{new} ({shown_new}) against {against} ({shown_against}): "
                    f"{report.summary()}")
     if report.drifted:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_DRIFT)
 
 
 def _repository() -> DataRepository:
@@ -93,17 +100,21 @@ def _repository() -> DataRepository:
 def _profile_of(repository: DataRepository, reference: str) -> tuple[str, DatasetProfile]:
     """A stored version's profile when `reference` names a version, else the source's."""
     from trainforge.profiles import load_profile, profile_source
+    from trainforge.versioning import version_label
 
     try:
         version_id = repository.resolve(reference)
     except DataError:
+        if repository.names_a_version(reference):
+            raise
         stored = profile_source(repository.versions, reference,
                                 hash_cache=repository.hash_cache)
         return stored.version_id, stored.profile
     profile = load_profile(repository.versions, version_id)
     if profile is None:
-        raise DataError(f"data version {version_id} has no stored profile: profile its files "
-                        "with `trainforge data profile SOURCE` (runs profile what they read)")
+        raise DataError(f"data version {version_label(repository.versions, version_id)} has "
+                        "no stored profile: profile its files with `trainforge data profile "
+                        "SOURCE` (runs profile what they read)")
     return version_id, profile
 
 

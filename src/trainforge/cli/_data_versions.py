@@ -18,6 +18,7 @@ from trainforge.errors import DataError, DataNotFound, NotFound
 
 if TYPE_CHECKING:
     from trainforge.entities import DataVersion
+    from trainforge.profiles import DatasetProfile
     from trainforge.versioning import DataRepository
 
 Ref = Annotated[str, typer.Argument(metavar="REF", help="Data version id (or its first 6+ "
@@ -101,10 +102,12 @@ def data_show(ref: Ref, as_json: _render.JsonFlag = False) -> None:
 
 
 def data_diff(old: Ref, new: Ref, as_json: _render.JsonFlag = False) -> None:
-    """Files added, removed and changed from OLD to NEW, and their rows."""
+    """Files added, removed and changed from OLD to NEW, their rows, and the columns whose
+    schema changed or whose values drifted (their profiles: stored, else made now)."""
     repository = _repository()
     try:
         diff = repository.diff(old, new)
+        columns = _column_changes(repository, diff.old.version_id, diff.new.version_id)
     except FAILURES as exc:
         _render.fail(str(exc), 1)
     result = {
@@ -113,7 +116,7 @@ def data_diff(old: Ref, new: Ref, as_json: _render.JsonFlag = False) -> None:
         "added": [_entry(f) for f in diff.added], "removed": [_entry(f) for f in diff.removed],
         "changed": [{"name": a.name, "rows": {"old": a.rows, "new": b.rows}}
                     for a, b in diff.changed],
-        "unchanged": diff.unchanged,
+        "unchanged": diff.unchanged, "columns": columns,
     }
     if as_json:
         _render.emit_json(result)
@@ -127,6 +130,39 @@ def data_diff(old: Ref, new: Ref, as_json: _render.JsonFlag = False) -> None:
     typer.echo(f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} "
                f"changed, {diff.unchanged} unchanged; rows {diff.old.num_rows} -> "
                f"{diff.new.num_rows}")
+    typer.echo("columns: " + ("; ".join(
+        [f"{name!r} added" for name in columns["added"]]
+        + [f"{name!r} removed" for name in columns["removed"]]
+        + [f"{c['column']!r} was {c['was']}, now {c['now']}" for c in columns["retyped"]]
+        + [f"{c['column']!r} drifted ({c['over']})" for c in columns["drifted"]])
+        or "the same schema, no column drifted"))
+
+
+def _column_changes(repository: DataRepository, old_id: str, new_id: str) -> dict[str, Any]:
+    """Columns added, removed or retyped from the old version's profile to the new one's, and
+    those that drifted by the default thresholds (`profiles.compute_drift`)."""
+    from trainforge.profiles import compute_drift
+
+    report = compute_drift(_profile_of_version(repository, old_id),
+                           _profile_of_version(repository, new_id))
+    drifted = [{"column": c.column, "over": ", ".join(
+        f"{name} {c.statistics[name]:.3g} > {limit:g}" for name, limit in c.thresholds.items()
+        if c.statistics.get(name, 0.0) > limit)} for c in report.columns if c.drifted]
+    return {"added": list(report.added), "removed": list(report.removed),
+            "retyped": [{"column": c, "was": a, "now": b} for c, a, b in report.retyped],
+            "drifted": drifted}
+
+
+def _profile_of_version(repository: DataRepository, version_id: str) -> DatasetProfile:
+    """The version's stored profile, else its files' (checked out once, each file profiled
+    once and the profile stored beside the version)."""
+    from trainforge.profiles import load_profile, profile_source
+
+    stored = load_profile(repository.versions, version_id)
+    if stored is not None:
+        return stored
+    _, folder = repository.materialize(version_id)
+    return profile_source(repository.versions, str(folder)).profile
 
 
 def data_checkout(

@@ -35,7 +35,7 @@ from trainforge.profiles import (
 )
 from trainforge.storage.contracts import RegistryStore
 from trainforge.tracking import RunRecorder
-from trainforge.versioning import DataRepository
+from trainforge.versioning import DataRepository, version_label
 
 log = logging.getLogger("trainforge")
 PROFILE_ARTIFACT = "data/profile.json"
@@ -68,8 +68,10 @@ def drift(spec: DataSpec, registry_spec: RegistrySpec | None, data: DataReposito
         return {"drift": None}
     reference_id, why = _reference(spec, registry_spec, data, registry)
     reference = None if reference_id is None else load_profile(data.versions, reference_id)
-    if reference is None:
-        why = why or f"data version {reference_id} has no stored profile"
+    if reference is None or reference_id is None:
+        if reference_id is not None:
+            why = why or (f"data version {version_label(data.versions, reference_id)} has "
+                          "no stored profile")
         log.warning("drift: not checked: %s", why)
         run.set_tags({"drift": {"checked": False, "reason": why}})
         return {"drift": None}
@@ -90,7 +92,8 @@ def drift(spec: DataSpec, registry_spec: RegistrySpec | None, data: DataReposito
                                         report=body))
         if settings.on_drift == "fail":
             raise DataDriftError(f"{read.source}: the data drifted from data version "
-                                 f"{reference_id}\n{summary}", report)
+                                 f"{version_label(data.versions, reference_id)}\n{summary}",
+                                 report)
     return {"drift": report}
 
 

@@ -13,9 +13,14 @@ Rules:
   each side's top 50) plus one bucket for the rest: Jensen-Shannon distance and chi-square as
   Cohen's w = sqrt(sum (c - r)^2 / r), which does not grow with the row count.
 - A column drifts when a statistic passes its threshold: a column's own (`thresholds[name]`),
-  else the defaults (`thresholds["*"]`, else PSI 0.2 for numeric and JS 0.1 for categorical
-  columns). Schema drift (columns added, removed, or of another type) is reported apart and
-  makes the report drifted.
+  else `thresholds["*"]`, else the defaults (`default_thresholds`), which report at least
+  what Evidently's defaults report: a numeric column drifts at PSI > 0.2 or, when both sides
+  hold more than 1,000 values, at a Wasserstein distance above 0.1 reference standard
+  deviations (a 0.25-sd shift of the mean, a 1.5x change of the variance; PSI alone misses
+  both), with fewer values when its KS statistic passes the two-sample test's critical value
+  at the 5% level; a categorical column drifts at a Jensen-Shannon distance above 0.1. A new
+  sample of the same data stays below all of them. Schema drift (columns added, removed, or
+  of another type) is reported apart and makes the report drifted.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from trainforge.profiles._column import ColumnProfile
 from trainforge.profiles._dataset import DatasetProfile
 
 STATISTICS = ("psi", "ks", "js", "wasserstein", "chi2")
-DEFAULTS = {"numeric": {"psi": 0.2}, "categorical": {"js": 0.1}}
+LARGE_SAMPLE = 1_000  # values on each side above which a numeric column's default is Wasserstein
+KS_CRITICAL_5 = 1.358  # c(0.05) of the two-sample KS test: D > c * sqrt((n + m) / (n m))
 _FLOOR = 1e-4
 _TOP = 50
 
@@ -129,7 +135,8 @@ def compute_drift(reference: DatasetProfile, current: DatasetProfile,
             continue
         statistics, bound = (_numeric(ref, cur) if ref.kind == "numeric"
                              else (_categorical(ref, cur), None))
-        limits = dict(thresholds.get(name) or thresholds.get("*") or DEFAULTS[ref.kind])
+        limits = dict(thresholds.get(name) or thresholds.get("*")
+                      or default_thresholds(ref.kind, ref.values, cur.values))
         drifts.append(ColumnDrift(name, ref.kind, statistics, limits, bound))
     return DriftReport(
         tuple(drifts),
@@ -137,6 +144,17 @@ def compute_drift(reference: DatasetProfile, current: DatasetProfile,
         removed=tuple(n for n in reference.columns if n not in current.columns),
         retyped=retyped, reference_rows=reference.rows, current_rows=current.rows,
     )
+
+
+def default_thresholds(kind: str, reference_values: int,
+                       current_values: int) -> dict[str, float]:
+    """The thresholds of a column no threshold is given for (see the module's rules)."""
+    if kind == "categorical":
+        return {"js": 0.1}
+    n, m = reference_values, current_values
+    if min(n, m) > LARGE_SAMPLE:
+        return {"psi": 0.2, "wasserstein": 0.1}
+    return {"psi": 0.2, "ks": round(KS_CRITICAL_5 * math.sqrt((n + m) / (n * m)), 6)}
 
 
 def _numeric(ref: ColumnProfile, cur: ColumnProfile) -> tuple[dict[str, float], float]:

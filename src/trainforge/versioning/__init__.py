@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         DataRepository,
         Snapshot,
         object_key,
+        version_label,
         version_names,
     )
 
@@ -30,10 +31,12 @@ _EXPORTS = {
     "Snapshot": "trainforge.versioning._repository",
     "object_key": "trainforge.versioning._repository",
     "open_repository": "trainforge.versioning._open",
+    "version_label": "trainforge.versioning._repository",
     "version_names": "trainforge.versioning._repository",
 }
 
 __all__ = ["DataDiff", "DataRepository", "Manifest", "ManifestEntry", "Snapshot",
-           "object_key", "open_repository", "version_names"]
+           "object_key", "open_repository", "version_label",
+           "version_names"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -156,9 +156,25 @@ class DataRepository:
         try:
             return self.versions.get_data_tag(name, tag or LATEST).data_version_id
         except NotFound:
+            if self.names_a_version(reference):
+                raise DataError(f"no version {name}@{tag or LATEST} (versions: "
+                                f"{', '.join(self._names_of(name))})") from None
             raise DataError(f"data version {reference!r}: no stored id (give at least "
                             f"{MIN_PREFIX} characters), name or name@tag of that name (tags: "
                             f"{self._known_tags()})") from None
+
+    def names_a_version(self, reference: str) -> bool:
+        """Whether `reference` is `NAME` or `NAME@...` of a name that versions are stored
+        under (rather than, say, a path)."""
+        name, _, _ = reference.partition("@")
+        return bool(_NAME.match(name)) and bool(self._names_of(name))
+
+    def _names_of(self, name: str) -> list[str]:
+        """`name`'s tags as references, the numbers in order, then the other tags."""
+        tags = [t.tag for t in self.versions.list_data_tags() if t.name == name]
+        numbers = sorted((t for t in tags if t.isdigit()), key=int)
+        others = sorted(t for t in tags if not t.isdigit())
+        return [f"{name}@{tag}" for tag in [*numbers, *others]]
 
     def manifest(self, version_id: str) -> Manifest:
         """The manifest of a snapshotted version; DataError when the version was only read by
@@ -323,6 +339,12 @@ def version_names(versions: DataVersionStore, version_id: str) -> list[str]:
     tags = versions.list_data_tags(version_id)
     numbered = [f"{t.name}@{t.tag}" for t in tags if t.tag.isdigit()]
     return numbered or [f"{t.name}@{t.tag}" for t in tags]
+
+
+def version_label(versions: DataVersionStore, version_id: str) -> str:
+    """A data version as messages name it: its names and its id's first 12 characters
+    (`fraud@3 1a2b3c4d5e6f`), never the whole 64-character id."""
+    return " ".join([*version_names(versions, version_id), version_id[:12]])
 
 
 def object_key(sha256: str) -> str:
