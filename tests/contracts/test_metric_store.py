@@ -181,6 +181,20 @@ def test_delete_metrics_after_removes_exactly_the_points_above_the_step(
     assert metrics.metric_keys(run_id).items == ("acc", "early", "loss")
 
 
+def test_delete_metrics_after_of_some_series_leaves_the_others_whole(
+    metrics: MetricStore, runs: RunStore, run_id: str
+) -> None:
+    log(metrics, run_id, "row_count", [0, 3], first=50.0)  # a step of the run before training
+    log(metrics, run_id, "loss", [0, 1, 2, 3])
+    log(metrics, run_id, "lr", [2, 3], first=200.0)
+
+    assert metrics.delete_metrics_after(run_id, -1, keys=["loss", "lr", "absent"]) == 6
+
+    assert [p.step for p in _history(metrics, run_id, "row_count")] == [0, 3]
+    assert _history(metrics, run_id, "loss") == _history(metrics, run_id, "lr") == []
+    assert runs.get_run(run_id).metrics == {"row_count": 53.0}
+
+
 def test_latest_values_go_back_to_the_last_point_left(
     metrics: MetricStore, runs: RunStore, run_id: str
 ) -> None:

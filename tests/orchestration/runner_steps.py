@@ -91,3 +91,10 @@ def fails_on_rank_1(frame: pd.DataFrame) -> int:
     if dist.get_rank() == 1:
         raise DataError(f"rank 1 refuses the {len(frame)} rows")
     return len(frame)
+
+
+def counted(frame: pd.DataFrame, ctx: StepContext) -> int:
+    """Logs how many rows it saw as a metric series of the run its context records to."""
+    assert ctx.recorder is not None
+    ctx.recorder.log_metrics({"rows_seen": float(len(frame))}, step=ctx.attempt)
+    return len(frame)

@@ -202,3 +202,22 @@ def test_a_joining_node_stops_waiting_when_told_why(values: ValueStore) -> None:
     with pytest.raises(TrainingError, match="^the leader ended the run failed$"):
         TorchrunExecutor(launch).join(call, abandoned)
     assert len(asked) == 2
+
+
+@pytest.mark.parametrize("timeout_s", [None, 60.0], ids=["thread", "own-process"])
+def test_what_a_step_records_reaches_the_run_wherever_it_runs(
+        sqlite_store: Store, sqlite_url: str, values: ValueStore, tmp_path: Path,
+        timeout_s: float | None) -> None:
+    settings = Settings.from_env({"TRAINFORGE_HOME": str(tmp_path / "home"),
+                                  "TRAINFORGE_DB": sqlite_url})
+    dag = Dag("p", (_step(rs.numbers, ["frame"]),
+                    _step(rs.counted, ["rows"], timeout_s=timeout_s)))
+    session = Session(settings, sqlite_store, open_artifact_store(tmp_path / "runs"))
+    with open_run("p", session) as run:
+        outcome = InProcessRunner(sqlite_store, values, recorder=run,
+                                  settings=settings).run(dag)
+
+    assert outcome.value("rows") == 4
+    seen = sqlite_store.get_metric_history(run.run_id, "rows_seen").items
+    assert [(p.step, p.value) for p in seen] == [(1, 4.0)]
+    assert sqlite_store.get_run(run.run_id).metrics["rows_seen"] == 4.0

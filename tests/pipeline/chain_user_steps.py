@@ -9,10 +9,12 @@ from trainforge.orchestration import StepContext, step
 
 
 def count_rows(raw: Any, context: StepContext) -> int:
-    """After validate: the rows that passed, recorded as a tag of the pipeline's run."""
+    """After validate: the rows that passed, recorded as a tag and a metric series of the
+    pipeline's run (before training, whose series a resume rewinds: never this one)."""
     assert context.recorder is not None
     rows = len(raw.frame)
     context.recorder.set_tags({"rows_checked": rows})
+    context.recorder.log_metrics({"rows_checked": float(rows)}, step=0)
     return rows
 
 
@@ -35,8 +37,10 @@ def refuse(raw: Any) -> int:
 
 @step(outputs=["positives"], after=["validate"])
 def count_positives(raw: Any, context: StepContext) -> int:
-    """A step declared in Python: the fraud rows that passed validation, as a tag."""
+    """A step declared in Python: the fraud rows that passed validation, as a tag and a metric
+    series of the pipeline's run."""
     assert context.recorder is not None
     positives = int(raw.frame["is_fraud"].sum())
     context.recorder.set_tags({"positives": positives})
+    context.recorder.log_metrics({"positives": float(positives)}, step=0)
     return positives

@@ -65,6 +65,8 @@ def test_the_chain_and_user_steps_are_one_pipeline_run_with_every_state(fraud_pr
         assert by_step[step].started_at >= by_step[before].ended_at, (step, before)
     rows = run.tags["rows_checked"]
     assert rows == 24_000 - run.tags["validation"]["quarantined"]
+    assert [(p.step, p.value) for p in store.get_metric_history(
+        run.run_id, "rows_checked").items] == [(0, float(rows))]  # kept through training
     assert run.metrics["auc_rows"] == pytest.approx(run.metrics["test_roc_auc"] * rows * 2.0)
     assert result.model_version is not None
     _check_stored_values(run, by_step)
@@ -126,6 +128,8 @@ def test_a_step_declared_in_python_joins_the_chain(fraud_project):
     assert by_step["count_positives"].started_at >= by_step["validate"].ended_at
     data = pd.read_parquet(fraud_project / "data")
     assert run.tags["positives"] == int(data["is_fraud"].sum()) > 0
+    assert [(p.step, p.value) for p in store.get_metric_history(
+        run.run_id, "positives").items] == [(0, float(run.tags["positives"]))]
     with pytest.raises(SpecError, match=r"pipeline.yaml: step 'count_positives': after: "
                                         r"\['nowhere'\] are not steps"):
         run_pipeline(fraud_project / "pipeline.yaml", ONE_EPOCH,

@@ -170,7 +170,10 @@ def _child(call: IsolatedCall, sender: Any) -> None:
     try:
         if call.run_id is not None and call.settings is not None:
             recorder = attach(call.settings, call.run_id)
-        sender.send(("ok", store_outputs(call, call_elsewhere(call, recorder))))
+        outputs = store_outputs(call, call_elsewhere(call, recorder))
+        if recorder is not None:
+            recorder.close()  # what the step recorded is stored before the step is done
+        sender.send(("ok", outputs))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         sender.send(("error", error_kind(exc), describe(exc) + where(exc)))
     finally:

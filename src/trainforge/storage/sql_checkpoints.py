@@ -5,6 +5,7 @@ session (transaction).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import Select, Table, delete, false, func, insert, literal, select
@@ -47,17 +48,19 @@ def checkpoints(run_id: str, include_deleted: bool) -> Select[Any]:
     return query
 
 
-def rewind_series(session: Session, run_id: str, step: int) -> int:
-    """Delete the run's points above `step`, and set each latest value that came from one of
-    them (summaries never do) to the key's last point left, or remove it when none is left.
-    Returns how many points were deleted."""
+def rewind_series(session: Session, run_id: str, step: int,
+                  keys: Sequence[str] | None = None) -> int:
+    """Delete the run's points above `step` (of the series in `keys` only, when given), and
+    set each latest value that came from one of them (summaries never do) to the key's last
+    point left, or remove it when none is left. Returns how many points were deleted."""
     connection = session.connection()
-    deleted = connection.execute(
-        delete(_SERIES).where(_SERIES.c.run_id == run_id, _SERIES.c.step > step)
-    ).rowcount
-    stale = list(connection.scalars(delete(_LATEST).where(
-        _LATEST.c.run_id == run_id, _LATEST.c.is_summary == false(), _LATEST.c.step > step
-    ).returning(_LATEST.c.key)))
+    series = [_SERIES.c.run_id == run_id, _SERIES.c.step > step]
+    latest = [_LATEST.c.run_id == run_id, _LATEST.c.is_summary == false(), _LATEST.c.step > step]
+    if keys is not None:
+        series.append(_SERIES.c.key.in_(list(keys)))
+        latest.append(_LATEST.c.key.in_(list(keys)))
+    deleted = connection.execute(delete(_SERIES).where(*series)).rowcount
+    stale = list(connection.scalars(delete(_LATEST).where(*latest).returning(_LATEST.c.key)))
     if stale:
         columns = ["run_id", "key", "value", "step", "timestamp", "is_summary"]
         connection.execute(insert(_LATEST).from_select(columns, _last_points(run_id, stale)))
@@ -129,11 +132,12 @@ class SqlCheckpointStore(SqlBase):
                                            limit, cursor)
             return Page(tuple(record(row[0]) for row in rows), next_cursor)
 
-    def delete_metrics_after(self, run_id: str, step: int) -> int:
+    def delete_metrics_after(self, run_id: str, step: int,
+                             keys: Sequence[str] | None = None) -> int:
         """Rewind the run's series to `step`, the step of the checkpoint it resumes from:
         delete every point above it and set each latest value taken from one of those points to
         the key's last point left (none left: no value); summary values stay. Returns how many
         points were deleted."""
         with self._write() as session:
             require_run(session, run_id)
-            return rewind_series(session, run_id, step)
+            return rewind_series(session, run_id, step, keys)

@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -178,13 +178,13 @@ class RunHandle:
             log.warning("run %s: deletion of checkpoint %d not recorded: %s", self.run_id, step,
                         exc)
 
-    def truncate_metrics(self, after_step: int) -> int:
-        """Delete the run's metric points after `after_step` (points logged so far are flushed
-        first); a run resuming from the checkpoint of that step logs them again. Returns how
-        many were deleted."""
+    def truncate_metrics(self, after_step: int, keys: Sequence[str] | None = None) -> int:
+        """Delete the run's metric points after `after_step` (of the series in `keys` only,
+        when given; points logged so far are flushed first); a run resuming from the
+        checkpoint of that step logs them again. Returns how many were deleted."""
         self._check_open()
         self.flush()
-        deleted = self.store.delete_metrics_after(self.run_id, after_step)
+        deleted = self.store.delete_metrics_after(self.run_id, after_step, keys)
         if self._tensorboard is not None:
             self._tensorboard.purge_after(after_step)
         return deleted

@@ -181,8 +181,9 @@ class Checkpointing(Callback):
         return due_any > 0, stop_any > 0
 
     def _restore(self, trainer: Trainer) -> None:
-        """Continue from the newest valid checkpoint, if there is one; drop the run's metric
-        points after its step (all of them when there is none: training starts over)."""
+        """Continue from the newest valid checkpoint, if there is one; drop the points of the
+        trainer's series after its step (all of them when there is none: training starts
+        over), never those other steps of the run logged."""
         info = None
         latest = self.manager.latest() if self.manager is not None else None
         if self.manager is not None and latest is not None and latest.sharded_by is not None:
@@ -205,7 +206,8 @@ class Checkpointing(Callback):
             self._last_step = info.step
             log.info("resumed from the checkpoint of step %d (%s)", info.step, info.uri)
         if self.sink is not None:
-            self.sink.truncate_metrics(info.step if info is not None else -1)
+            self.sink.truncate_metrics(info.step if info is not None else -1,
+                                       trainer.metric_names())
 
     def _close(self) -> None:
         if self.preemption is not None:

@@ -7,6 +7,7 @@ Under DDP/FSDP only rank 0 reports; other ranks report to `NullSink`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,7 +39,7 @@ class CheckpointSink(Protocol):
 
     def mark_checkpoint_deleted(self, step: int) -> None: ...
 
-    def truncate_metrics(self, after_step: int) -> int: ...
+    def truncate_metrics(self, after_step: int, keys: Sequence[str] | None = None) -> int: ...
 
 
 class NullSink:

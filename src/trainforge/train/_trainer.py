@@ -43,6 +43,7 @@ from trainforge.train._batches import Batch, TrainData, make_batches, row_count,
 from trainforge.train._callbacks import Callback, CallbackList
 from trainforge.train._checkpointing import Checkpointing
 from trainforge.train._geometry import BatchGeometry, regroup, resume_batch
+from trainforge.train._metric_names import logged_metric_names
 from trainforge.train._monitors import EarlyStopping, NanGuard, NoEarlyStopping, Throughput
 from trainforge.train._optim import LRSchedule, build_optimizer, make_clipper
 from trainforge.train._precision import Precision, make_precision
@@ -448,6 +449,11 @@ class Trainer:
                      "world_size": geometry.world_size},
             "trainer": trainer,
         }
+
+    def metric_names(self) -> list[str]:
+        """The series this trainer logs (`logged_metric_names`, and any it has logged): those
+        a resume rewinds."""
+        return sorted({*logged_metric_names(self.task), *self._latest})
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from `state` (from `state_dict()` of a Trainer built the same way, at any

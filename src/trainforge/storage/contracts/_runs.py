@@ -146,9 +146,11 @@ class MetricStore(Protocol):
     - a key's latest value is its summary value when one was set (`set_summary_metrics`, a
       key given again is replaced), else its last logged point (highest step, then latest
       timestamp);
-    - `delete_metrics_after(run_id, step)` rewinds the series to the checkpoint a run resumes
-      from: the points above `step` go, and each latest value taken from one of them falls back
-      to the key's last point left; summaries stay. It returns how many points were deleted;
+    - `delete_metrics_after(run_id, step, keys)` rewinds the series to the checkpoint a run
+      resumes from: the points above `step` go (of the series in `keys` only, when given: a
+      trainer rewinds its own series, never those other steps of the run logged), and each
+      latest value taken from one of them falls back to the key's last point left; summaries
+      stay. It returns how many points were deleted;
     - `get_metric_history` pages through a series (cursor: the last point's position); with
       `max_points` (>= 2, else `ValueError`) it returns the whole series downsampled to at most
       that many points (each bucket's minimum and maximum), in one page, and takes no cursor;
@@ -178,7 +180,8 @@ class MetricStore(Protocol):
         self, run_id: str, limit: int = DEFAULT_LIMIT, cursor: str | None = None
     ) -> Page[str]: ...
 
-    def delete_metrics_after(self, run_id: str, step: int) -> int: ...
+    def delete_metrics_after(self, run_id: str, step: int,
+                             keys: Sequence[str] | None = None) -> int: ...
 
 
 class CheckpointStore(Protocol):
