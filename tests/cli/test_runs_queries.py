@@ -138,3 +138,16 @@ def test_gc_and_replay_report_what_they_did(runs):
     open_run.end()
     assert json.loads(invoke("runs", "replay", "--json").stdout) == {}
     assert invoke("runs", "gc", "--timeout", "0").exit_code == 2
+
+
+def test_a_nested_run_names_its_parent_in_show_and_list(tmp_path):
+    with start_run("study", code_dir=tmp_path) as parent:
+        with start_run("study", parent=parent, code_dir=tmp_path) as child:
+            pass
+
+    shown = json.loads(invoke("runs", "show", child.run_id, "--json").stdout)
+    listed = {r["run_id"]: r for r in json.loads(invoke("runs", "list", "--json").stdout)}
+
+    assert shown["parent_run_id"] == parent.run_id
+    assert listed[child.run_id]["parent_run_id"] == parent.run_id
+    assert listed[parent.run_id]["parent_run_id"] is None

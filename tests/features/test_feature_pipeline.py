@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -137,6 +139,18 @@ def test_save_and_load_are_atomic_and_identical(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["features.json"]
     assert loaded.transform(TEST).tobytes() == pipeline.transform(TEST).tobytes()
     assert loaded.content_hash == pipeline.content_hash
+
+
+def test_a_saved_pipeline_gets_the_mode_the_umask_gives_any_file(tmp_path: Path) -> None:
+    before = os.umask(0o027)
+    try:
+        _fitted().save(tmp_path / "features.json")
+        (tmp_path / "other.txt").write_text("any file the user creates")
+    finally:
+        os.umask(before)
+
+    mode = stat.S_IMODE((tmp_path / "features.json").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "other.txt").stat().st_mode) == 0o640
 
 
 def test_failed_save_leaves_the_old_file_and_no_temp_file(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -150,9 +150,12 @@ class FeaturePipeline:
         return cls([_transform_from_dict(i, item) for i, item in enumerate(items)], passthrough)
 
     def save(self, path: str | Path) -> None:
-        """Write `to_json()` atomically: a temp file in the same folder, fsync, then rename."""
+        """Write `to_json()` atomically: a temp file in the same folder, fsync, then rename.
+        The file gets the mode any file the user creates gets (0666 less the umask), not
+        `mkstemp`'s 0600."""
         path = Path(path)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        temp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(self.to_json())

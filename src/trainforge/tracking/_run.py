@@ -152,6 +152,9 @@ class RunHandle:
         """Final metrics (`Run.metrics`, listings, filters), winning over logged points."""
         values = {k: float(v) for k, v in metrics.items()}
         self._write_through("summary", values, self.store.set_summary_metrics)
+        if self._tensorboard is not None:
+            self.flush()  # the last step logged is written first: the summary's step
+            self._tensorboard.summary(values)
 
     def set_data_version(self, version: DataVersion) -> None:
         """Record the data version (stored once) and link the run to it."""
@@ -185,7 +188,7 @@ class RunHandle:
         self._check_open()
         self.flush()
         deleted = self.store.delete_metrics_after(self.run_id, after_step, keys)
-        if self._tensorboard is not None:
+        if self._tensorboard is not None and deleted:  # nothing to drop: no purge marker
             self._tensorboard.purge_after(after_step)
         return deleted
 
