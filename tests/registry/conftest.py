@@ -2,7 +2,7 @@
 and version 2 (one epoch, another seed: it scores lower on the same test split). Their spec
 gates test_roc_auc >= `MIN_AUC` and declares a promotion gate: `max_drop` of test_roc_auc
 against production. They record no slices. Each test gets a copy of that home
-(`registry_home`), as TRAINFORGE_HOME."""
+(`registry_home`), as TRAINFORGE_HOME. Bob ran the pipelines; Ann promotes."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def trained_registry(tmp_path_factory: pytest.TempPathFactory, fraud_slice: Path
     spec["evaluation"]["gates"] = [{"metric": "test_roc_auc", "min": MIN_AUC}]
     spec["registry"]["promotion"] = {"max_drop": [{"metric": "test_roc_auc", "max": MAX_DROP}]}
     (project / "pipeline.yaml").write_text(yaml.safe_dump(spec))
-    settings = Settings.from_env({"TRAINFORGE_HOME": str(root / "home")})
+    settings = Settings.from_env({"TRAINFORGE_HOME": str(root / "home"),
+                                  "TRAINFORGE_USER": "bob"})  # who ran the pipelines
     for overrides in (V1, V2):
         result = run_pipeline(project / "pipeline.yaml", overrides,
                               session=Session.open(settings))

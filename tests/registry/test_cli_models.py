@@ -114,6 +114,9 @@ def test_unknown_models_versions_and_aliases_exit_1(registry_home: Path) -> None
     assert twice.returncode == 2 and "give the version once" in twice.stderr
     bad_alias = cli("models", "alias", "fraud_detector", "canary", "1")
     assert bad_alias.returncode == 2 and "not a stage's name" in bad_alias.stderr
+    no_production = cli("models", "rollback", "fraud_detector")
+    assert no_production.returncode == 2
+    assert "has no version in production to roll back from" in no_production.stderr
     bad_hook = cli("webhooks", "add", "ftp://x", "--events", "model.stage_changed",
                    "--secret-env", "S")
     assert bad_hook.returncode == 2 and "expected http(s)://host" in bad_hook.stderr

@@ -27,6 +27,7 @@ from trainforge.registry import (
     lineage,
     promote,
     resolve_version,
+    rollback,
     set_alias,
 )
 from trainforge.storage import SqlStore
@@ -128,6 +129,35 @@ def test_force_needs_a_reason_and_is_recorded(store: SqlStore) -> None:
     assert store.get_model_version(MODEL, "1").stage is S.ARCHIVED
     # the history keeps the forced promotion with the gate it overrode
     assert history(store, MODEL)[-1] == change
+
+
+def test_rollback_puts_the_previous_production_version_back_through_its_gates(
+        store: SqlStore) -> None:
+    with pytest.raises(PromotionError, match="has no version in production to roll back from"):
+        rollback(store, home_artifacts(), MODEL, user="ann")
+    _promote(store, "1", S.PRODUCTION, reason="baseline")
+    with pytest.raises(PromotionError, match="no version held production before version 1"):
+        rollback(store, home_artifacts(), MODEL, user="ann")
+    _promote(store, "2", S.PRODUCTION, force=True, reason="try the one-epoch model")
+
+    done = rollback(store, home_artifacts(), MODEL, reason="v2 misfires", user="ann")
+
+    assert (done.change.version, done.change.from_stage, done.change.to_stage) == (
+        "1", S.ARCHIVED, S.PRODUCTION)
+    assert done.replaced == "2" and not done.change.forced
+    assert done.change.reason == "rollback from version 2: v2 misfires"
+    assert _gate(done.gate_report)["passed"]  # measured again, against version 2
+    assert {v.version: v.stage for v in store.list_model_versions(MODEL).items} == {
+        "1": S.PRODUCTION, "2": S.ARCHIVED}
+    with pytest.raises(GatesFailed):  # back to version 2: worse than 1 by more than max_drop
+        rollback(store, home_artifacts(), MODEL, reason="again", user="ann")
+    assert history(store, MODEL)[-1].outcome is StageOutcome.REFUSED
+    assert store.get_stage_holder(MODEL, S.PRODUCTION).version == "1"
+
+
+def test_a_registration_names_who_ran_the_pipeline(store: SqlStore) -> None:
+    registered = [c for c in history(store, MODEL) if c.outcome is StageOutcome.REGISTERED]
+    assert [(c.version, c.user) for c in registered] == [("1", "bob"), ("2", "bob")]
 
 
 def test_history_shows_a_refusal_and_a_success(store: SqlStore) -> None:

@@ -98,11 +98,41 @@ def models_promote(
         _render.fail(str(exc), 2)
     except Conflict as exc:
         _render.fail(str(exc), 1)
+    _report(done, as_json)
+
+
+def models_rollback(name: Annotated[str, typer.Argument(metavar="NAME", help="A model name.")],
+                    reason: Reason = "", force: Force = False,
+                    as_json: _render.JsonFlag = False) -> None:
+    """Put back in production the version that held it before the current one, in one move
+    (its gates for production checked again; recorded as a rollback with the reason)."""
+    from trainforge.registry import rollback
+    from trainforge.storage.artifacts import open_artifact_store
+
+    store = _context.existing_store()
+    settings = _context.settings()
+    try:
+        done = rollback(store, open_artifact_store(settings.artifact_root), name,
+                        reason=reason, force=force, user=settings.user)
+    except GatesFailed as exc:
+        if as_json:
+            _render.emit_json({"promoted": False, "gates": exc.report})
+        _render.fail(str(exc), EXIT_REFUSED)
+    except PromotionError as exc:
+        _render.fail(str(exc), 2)
+    except (Conflict, NotFound) as exc:
+        _render.fail(str(exc), 1)
+    _report(done, as_json)
+
+
+def _report(done: Promotion, as_json: bool) -> None:
     summary = _promotion_summary(done)
     if as_json:
         _render.emit_json(summary)
         return
-    _render.emit_fields(f"{target.model_name} version {target.version} -> {to.value}",
+    change = done.change
+    _render.emit_fields(f"{change.model_name} version {change.version} -> "
+                        f"{change.to_stage.value}",
                         [(k, v) for k, v in summary.items() if k != "gates"])
     for gate in done.gate_report:
         typer.echo(f"  {'pass' if gate['passed'] else 'FAIL'}  {gate['gate']}: {gate['message']}")

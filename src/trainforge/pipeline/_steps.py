@@ -42,7 +42,7 @@ from trainforge.pipeline._resume import checkpoint_location
 from trainforge.registry import GateResult, check_gates, environment_summary
 from trainforge.split import Splits, split_frame
 from trainforge.storage.contracts import RegistryStore
-from trainforge.tracking import RunRecorder
+from trainforge.tracking import RunRecorder, system_of
 from trainforge.train import Callback, PreemptionNotice, Trainer, TrainResult, save_weights
 from trainforge.validate import (
     QuarantineWriter,
@@ -388,6 +388,7 @@ def register(spec: RegistrySpec | None, registry: RegistryStore | None, trained:
         git_commit=info.git_commit,
         features_hash=feature_pipeline.content_hash,
         environment=environment_summary(info.environment),
+        user=process.user if (process := system_of(info).process) is not None else "",
     )
     run.set_tags({"model_version": f"{version.model_name}/{version.version}"})
     return {"model_version": version}

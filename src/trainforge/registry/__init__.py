@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         parse_reference,
         promote,
         resolve_version,
+        rollback,
         set_alias,
     )
     from trainforge.registry._gates import GateResult, check_gates
@@ -43,6 +44,7 @@ _EXPORTS = {
     "parse_reference": "trainforge.registry._api",
     "promote": "trainforge.registry._api",
     "resolve_version": "trainforge.registry._api",
+    "rollback": "trainforge.registry._api",
     "set_alias": "trainforge.registry._api",
 }
 
@@ -61,6 +63,7 @@ __all__ = [
     "parse_reference",
     "promote",
     "resolve_version",
+    "rollback",
     "set_alias",
 ]
 

@@ -3,7 +3,9 @@ model's lock, the change announced), name versions (aliases, stages) and resolve
 types (`3`, `production`, `champion`).
 
 A promotion:
-1. resolves the version and checks the move is allowed (`_stages`); `--force` needs a reason;
+1. resolves the version and checks the move is allowed (`_stages`); `--force` needs a reason
+   (a rollback takes the version that held production before the current one, archived by
+   that promotion, straight back: `rollback`);
 2. measures the gates the candidate's spec declares for the target stage (`_gating`), the
    production version re-scored on the candidate's test split;
 3. failed gates without `force`: a `refused` history entry with the report, then
@@ -21,10 +23,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trainforge.entities import ModelStage, ModelVersion, StageChange
+from trainforge.entities import ModelStage, ModelVersion, StageChange, StageOutcome
 from trainforge.errors import GatesFailed, NotFound, PromotionError
 from trainforge.registry._gating import measure_gates
 from trainforge.registry._stages import SINGLE_HOLDER_STAGES, check_move
+from trainforge.storage import all_items
 from trainforge.storage.contracts import RegistryStore, RunStore
 
 if TYPE_CHECKING:
@@ -60,6 +63,50 @@ def promote(
     target = ModelStage(to)
     candidate = resolve_version(store, model_name, version)
     check_move(model_name, candidate.version, candidate.stage, target)
+    return _move(store, artifacts, candidate, target, reason=reason, force=force, user=user)
+
+
+def rollback(
+    store: PromotionStore, artifacts: ArtifactStore, model_name: str, *, reason: str = "",
+    force: bool = False, user: str = "",
+) -> Promotion:
+    """Put back in production the version that held it before the current one (archived by
+    its promotion), in one move: its gates for production measured again against the current
+    holder (refused and recorded unless they pass or `force`), the reason recorded as a
+    rollback. `PromotionError` when nothing is in production, no other version held it, or
+    that version has left `archived` since (promote it instead)."""
+    current = store.get_stage_holder(model_name, ModelStage.PRODUCTION)
+    if current is None:
+        raise PromotionError(f"model {model_name!r} has no version in production to roll "
+                             "back from")
+    previous = previous_holder(store, model_name, current.version)
+    if previous is None:
+        raise PromotionError(f"model {model_name!r}: no version held production before "
+                             f"version {current.version}; nothing to roll back to")
+    candidate = store.get_model_version(model_name, previous)
+    if candidate.stage is not ModelStage.ARCHIVED:
+        raise PromotionError(f"model {model_name!r} version {previous} held production before "
+                             f"version {current.version} and is in {candidate.stage.value} "
+                             "now; promote it instead")
+    why = f"rollback from version {current.version}" + (f": {reason}" if reason.strip() else "")
+    return _move(store, artifacts, candidate, ModelStage.PRODUCTION, reason=why, force=force,
+                 user=user)
+
+
+def previous_holder(store: RegistryStore, model_name: str, current: str) -> str | None:
+    """The version promoted to production last before `current` was, other than it."""
+    changes = all_items(lambda cursor: store.list_stage_changes(model_name, cursor=cursor))
+    promoted = [change.version for change in changes
+                if change.to_stage is ModelStage.PRODUCTION
+                and change.outcome is StageOutcome.PROMOTED]
+    return next((version for version in reversed(promoted) if version != current), None)
+
+
+def _move(store: PromotionStore, artifacts: ArtifactStore, candidate: ModelVersion,
+          target: ModelStage, *, reason: str, force: bool, user: str) -> Promotion:
+    """The gates of `candidate` for `target` measured, then the move committed (see the
+    module docstring, steps 2 to 4)."""
+    model_name = candidate.model_name
     if force and not reason.strip():
         raise PromotionError("--force overrides failed gates and needs a reason (--reason)")
     holder = store.get_stage_holder(model_name, target) if target in SINGLE_HOLDER_STAGES \

@@ -57,10 +57,11 @@ BY_WEBHOOK_ID = (OrderKey(WebhookRow.id, (int,)),)
 NEWEST_DELIVERY_FIRST = (OrderKey(WebhookDeliveryRow.id, (int,), descending=True),)
 
 
-def record_registration(session: Session, row: ModelVersionRow) -> None:
-    """The history entry of a new version: registered into its stage by its run."""
+def record_registration(session: Session, row: ModelVersionRow, user: str) -> None:
+    """The history entry of a new version: registered into its stage by its run, which
+    `user` ran."""
     session.add(_change(row.model_name, row.version, None, row.stage, StageOutcome.REGISTERED,
-                        user="", reason=f"registered by run {row.run_id}"))
+                        user=user, reason=f"registered by run {row.run_id}"))
 
 
 def change_stage(
@@ -242,9 +243,10 @@ class SqlRegistryStore(SqlBase):
         git_commit: str | None = None,
         features_hash: str | None = None,
         environment: dict[str, Any] | None = None,
+        user: str = "",
     ) -> ModelVersion:
         """Register the next version ("1", "2", ...) of `model_name`, made by run `run_id`,
-        with its first history entry."""
+        with its first history entry (naming `user`)."""
         for _ in range(_VERSION_ATTEMPTS):
             row = ModelVersionRow(
                 model_name=model_name, run_id=run_id, stage=ModelStage(stage).value,
@@ -259,7 +261,7 @@ class SqlRegistryStore(SqlBase):
                     row.version = str(_last_version(session, model_name) + 1)
                     session.add(row)
                     session.flush()
-                    record_registration(session, row)
+                    record_registration(session, row, user)
             except IntegrityError:
                 continue  # another registration took this number first
             return to_model_version(row)

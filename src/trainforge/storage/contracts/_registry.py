@@ -25,7 +25,8 @@ class RegistryStore(Protocol):
 
     - `create_model_version` takes the next number; concurrent registrations of one model get
       distinct numbers (`Conflict` only if no number could be taken after many retries).
-      `NotFound` for a missing run. It adds the version's first history entry (`registered`);
+      `NotFound` for a missing run. It adds the version's first history entry (`registered`,
+      naming `user`: who ran the pipeline that registered it);
     - `get_model_version` raises `NotFound` naming the model and version;
     - `list_model_versions` orders by model name, then version number (cursor: that pair); a
       version's fields never change here, only its stage (`change_stage`), and it is never
@@ -66,6 +67,7 @@ class RegistryStore(Protocol):
         git_commit: str | None = None,
         features_hash: str | None = None,
         environment: dict[str, Any] | None = None,
+        user: str = "",
     ) -> ModelVersion: ...
 
     def get_model_version(self, model_name: str, version: str) -> ModelVersion: ...
