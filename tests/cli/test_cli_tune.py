@@ -41,6 +41,7 @@ def test_tune_on_digits_finishes_with_a_registered_best_model(digits):
     done = cli("tune", "pipeline.yaml", "training.epochs=10", "training.progress=off", SPACE,
                "--trials", "2", "--json", cwd=digits)
     assert done.returncode == 0, done.stderr
+    assert "A new study created" not in done.stderr  # Optuna's own lines stay out
     result = json.loads(done.stdout)
     assert result["name"] == "digits-tune" and len(result["trials"]) == 2
     complete = [t for t in result["trials"] if t["state"] == "complete"]  # ASHA may prune one
@@ -72,6 +73,14 @@ def test_a_bad_search_space_exits_2_naming_the_field(digits):
     assert bad.returncode == 2
     assert "tuning.space.training.epoch: the value 1 does not fit the spec: training.epoch: " \
         "unknown key; did you mean 'epochs'?" in bad.stderr
+
+
+def test_a_misspelled_objective_is_refused_before_any_run(digits):
+    bad = cli("tune", "pipeline.yaml", "tuning.objective.metric=val_acuracy", cwd=digits)
+    assert bad.returncode == 2
+    assert "tuning.objective.metric: expected one of " in bad.stderr
+    assert "got 'val_acuracy'; did you mean 'val_accuracy'?" in bad.stderr
+    assert not (digits / ".trainforge").exists()  # no database, no run
 
 
 @pytest.mark.slow

@@ -69,6 +69,18 @@ def test_a_checkpoint_monitor_that_is_never_logged_is_found_by_validate():
         load_checked_spec(FRAUD, ["training.checkpoint.monitor=val_los"])
 
 
+@pytest.mark.parametrize(("override", "message"), [
+    ("registry.promotion.max_drop=[{metric: test_rocauc, max: 0.01}]",
+     "registry.promotion.max_drop.0.metric: expected one of test_accuracy"),
+    ("registry.promotion.max_slice_gap=[{metric: test_roc_auc, max: 0.1}]",
+     "registry.promotion.max_slice_gap.0.metric: expected one of accuracy"),
+])
+def test_a_promotion_gate_on_an_unknown_metric_is_found_by_validate(override, message):
+    with pytest.raises(SpecError) as info:
+        load_checked_spec(FRAUD, [override])
+    assert message in str(info.value) and "did you mean" in str(info.value)
+
+
 def test_checkpoints_default_to_every_epoch_end_in_the_run_folder_without_auto_resume():
     checkpoint = load_spec(FRAUD).training.checkpoint
     assert (checkpoint.location, checkpoint.at_epoch_end, checkpoint.every_n_steps) == (

@@ -120,3 +120,26 @@ def test_a_study_bounded_by_time_only_asks_for_trials_until_its_deadline(digits_
     assert ran == len(study.trials) >= 2
     assert time.time() >= deadline
     assert {t.state for t in study.trials} == {optuna.trial.TrialState.COMPLETE}
+
+
+def test_a_study_whose_trials_all_fail_fails_naming_the_first_error(digits_project):
+    from trainforge.entities import RunStatus
+    from trainforge.errors import TrainforgeError
+    from trainforge.session import Session
+    from trainforge.tuning import tune
+
+    def failing(context, session, study):
+        def objective(trial: optuna.Trial) -> float:
+            raise TrainforgeError(f"trial {trial.number} recorded no 'val_rocauc'")
+        return objective
+
+    session = Session.open()
+    with pytest.raises(TrainforgeError) as failed:
+        tune(digits_project / "pipeline.yaml", ["tuning.trials=2", "tuning.refit=false"],
+             objective=failing, session=session)
+
+    message = ("study 'digits-tune': no trial completed (2 failed); trial 0: trial 0 recorded "
+               "no 'val_rocauc'")
+    assert str(failed.value) == message
+    [study_run] = session.store.search_runs(None, None, None, 10).items
+    assert study_run.status is RunStatus.FAILED and message in (study_run.error or "")

@@ -52,8 +52,9 @@ def tune_run(spec: str, overrides: Overrides = None, trials: Trials = None,
     study's run (with tuning.pbt: population-based training, members nested likewise)."""
     _extras.require_extra("trainforge tune", "tune")
     from trainforge.pipeline import plan_pipeline
-    from trainforge.tuning import tune
+    from trainforge.tuning import quiet_optuna, tune
 
+    quiet_optuna()
     gc.enable()  # a study lasts: its cycles must be collected (`main` turned this off)
     try:
         planned = plan_pipeline(spec, overrides or []).spec.tuning
@@ -97,8 +98,9 @@ def tune_worker(study: str) -> None:
     """Join STUDY (in this machine's database settings) and run its trials until its budget is
     spent."""
     _extras.require_extra("trainforge tune-worker", "tune")
-    from trainforge.tuning import run_worker
+    from trainforge.tuning import quiet_optuna, run_worker
 
+    quiet_optuna()
     gc.enable()
     try:
         with _render.warnings_on_stderr():

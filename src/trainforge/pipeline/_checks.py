@@ -61,6 +61,7 @@ def check_spec(spec: PipelineSpec, source: str | Path) -> None:
                                       stopping.metric if stopping else None),
                 *_check_logged_metric(spec, "training.checkpoint.monitor",
                                       spec.training.checkpoint.monitor),
+                *_check_objective(spec), *_check_promotion_metrics(spec),
                 *data_problems, *_check_columns(spec, known)]
     if problems or contract_problems:
         raise SpecError([*(f"{source}: {problem}" for problem in problems), *contract_problems])
@@ -167,26 +168,52 @@ def _check_threshold(spec: PipelineSpec) -> list[str]:
 
 def _check_gates(spec: PipelineSpec) -> list[str]:
     known = gate_metric_names(spec.model.task, bool(spec.evaluation.slices))
-    problems = []
-    for i, gate in enumerate(spec.evaluation.gates):
-        if gate.metric not in known:
-            hint = difflib.get_close_matches(gate.metric, known, n=1)
-            suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-            problems.append(
-                f"evaluation.gates.{i}.metric: expected one of {', '.join(known)}, "
-                f"got {gate.metric!r}{suggestion}"
-            )
-    return problems
+    return [problem for i, gate in enumerate(spec.evaluation.gates)
+            for problem in _named_metric(f"evaluation.gates.{i}.metric", gate.metric, known)]
 
 
-def _check_logged_metric(spec: PipelineSpec, field: str, metric: str | None) -> list[str]:
-    """`field` names `metric`, which must be one the trainer logs (None: not set)."""
-    known = logged_metric_names(spec.model.task)
-    if metric is None or metric in known:
+def _check_objective(spec: PipelineSpec) -> list[str]:
+    """A study's objective is a metric its trials record: one the trainer logs, or a test
+    metric of the task (a population-based study's own checks ask for a validation one)."""
+    tuning = spec.tuning
+    if tuning is None or tuning.pbt is not None:
+        return []
+    known = list(dict.fromkeys([*logged_metric_names(spec.model.task),
+                                *gate_metric_names(spec.model.task,
+                                                   bool(spec.evaluation.slices))]))
+    return _named_metric("tuning.objective.metric", tuning.objective.metric, known)
+
+
+def _check_promotion_metrics(spec: PipelineSpec) -> list[str]:
+    """`registry.promotion.max_drop` names a recorded test metric, `max_slice_gap` an
+    evaluation metric of the task."""
+    if spec.registry is None:
+        return []
+    promotion, task = spec.registry.promotion, spec.model.task
+    tested = [name for name in gate_metric_names(task) if name.startswith("test_")]
+    return [
+        *(problem for i, limit in enumerate(promotion.max_drop) for problem in _named_metric(
+            f"registry.promotion.max_drop.{i}.metric", limit.metric, tested)),
+        *(problem for i, limit in enumerate(promotion.max_slice_gap) for problem in
+          _named_metric(f"registry.promotion.max_slice_gap.{i}.metric", limit.metric,
+                        list(METRICS_BY_TASK[task]))),
+    ]
+
+
+def _named_metric(field: str, metric: str, known: list[str]) -> list[str]:
+    """`field` names `metric`, which must be one of `known` (with a did-you-mean)."""
+    if metric in known:
         return []
     hint = difflib.get_close_matches(metric, known, n=1)
     suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
     return [f"{field}: expected one of {', '.join(known)}, got {metric!r}{suggestion}"]
+
+
+def _check_logged_metric(spec: PipelineSpec, field: str, metric: str | None) -> list[str]:
+    """`field` names `metric`, which must be one the trainer logs (None: not set)."""
+    if metric is None:
+        return []
+    return _named_metric(field, metric, logged_metric_names(spec.model.task))
 
 
 def _check_model(spec: PipelineSpec) -> list[str]:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         make_pruner,
         make_sampler,
         open_storage,
+        quiet_optuna,
         trial_seed,
     )
     from trainforge.tuning._tune import TuneResult, study_name_of, tune
@@ -85,6 +86,7 @@ _EXPORTS = {
     "study_name_of": "trainforge.tuning._tune",
     "summarize": "trainforge.tuning._results",
     "trial_overrides": "trainforge.tuning._space",
+    "quiet_optuna": "trainforge.tuning._study",
     "trial_seed": "trainforge.tuning._study",
     "tune": "trainforge.tuning._tune",
     "work": "trainforge.tuning._worker",
@@ -112,6 +114,7 @@ __all__ = [
     "make_pruner",
     "make_sampler",
     "open_storage",
+    "quiet_optuna",
     "read_lineage",
     "read_study",
     "run_pbt",

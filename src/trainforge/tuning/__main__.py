@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from trainforge.errors import TrainforgeError
+from trainforge.tuning._study import quiet_optuna
 from trainforge.tuning._worker import run_worker
 
 
@@ -13,6 +14,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m trainforge.tuning STUDY", file=sys.stderr)
         return 2
+    quiet_optuna()
     try:
         run_worker(argv[0])
     except TrainforgeError as exc:

@@ -31,13 +31,34 @@ from optuna.trial import FrozenTrial, TrialState
 
 from trainforge.config import PipelineSpec, PrunerSpec, TuningSpec
 from trainforge.entities import RunStatus
-from trainforge.errors import Conflict, NotFound
+from trainforge.errors import Conflict, NotFound, TrainforgeError
 from trainforge.storage import open_store
 from trainforge.storage.sql_tuning_journal import SqlJournalBackend, SqlJournalStorage
 from trainforge.tuning._space import grid
 
 RUN_ID_ATTR = "run_id"  # the trial's user attr naming its tracked run
 ERROR_ATTR = "error"  # the user attr of a failed trial: what went wrong
+
+
+def quiet_optuna() -> None:
+    """Optuna's own INFO lines (`A new study created in Journal ...`, each trial finished)
+    kept off the output of an entry point: trainforge reports studies and trials itself.
+    Its warnings still show."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def check_some_completed(study: optuna.Study) -> None:
+    """`TrainforgeError` naming the first failed trial's error when trials ran and none
+    completed, though some failed (pruned trials are the pruner's choice, not a failure)."""
+    trials = study.get_trials(deepcopy=False)
+    if any(t.state is TrialState.COMPLETE for t in trials):
+        return
+    failed = sorted((t for t in trials if t.state is TrialState.FAIL), key=lambda t: t.number)
+    if failed:
+        first = failed[0]
+        raise TrainforgeError(
+            f"study {study.study_name!r}: no trial completed ({len(failed)} failed); trial "
+            f"{first.number}: {first.user_attrs.get(ERROR_ATTR, 'no error recorded')}")
 HEARTBEAT_INTERVAL_S = 5
 MAX_RETRIES = 3  # a trial whose workers keep dying is given up after this many retries
 CONTEXT_KEY = "trainforge"  # the study user attr holding the spec, study run and deadline

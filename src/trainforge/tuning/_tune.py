@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import optuna
 
@@ -27,11 +26,14 @@ from trainforge.tracking import SystemRecord, TuningEntry, open_run
 from trainforge.tuning._objective import PipelineObjective
 from trainforge.tuning._results import StudySummary, record_on_run, save_plots, summarize
 from trainforge.tuning._space import check_space, trial_overrides
-from trainforge.tuning._study import StudyContext, create_study, load_study, open_storage
+from trainforge.tuning._study import (
+    StudyContext,
+    check_some_completed,
+    create_study,
+    load_study,
+    open_storage,
+)
 from trainforge.tuning._worker import Objective, start_local_workers, wait_for, work
-
-if TYPE_CHECKING:
-    pass
 
 SPEC_OBJECT = "<PipelineSpec object>"
 log = logging.getLogger("trainforge")
@@ -101,6 +103,7 @@ def tune(
             build = objective or PipelineObjective
             work(optuna_study, storage, build(context, session, name),
                  bounded=tuning.trials is not None, deadline=deadline)
+        check_some_completed(optuna_study)
         summary = summarize(optuna_study, context, importances=True)
         record_on_run(run, summary)
         plots = save_plots(run, optuna_study)
