@@ -253,7 +253,7 @@ def _load_dag(spec: str) -> Dag:
             document = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
             raise SpecError([f"{path}: is not valid YAML: {exc}"]) from exc
-        if isinstance(document, dict) and "steps" not in document:
+        if isinstance(document, dict) and ("model" in document or "data" in document):
             from trainforge.pipeline import plan_pipeline
 
             return plan_pipeline(spec).dag(None)

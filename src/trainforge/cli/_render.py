@@ -135,5 +135,7 @@ def print_step(event: StepEvent) -> None:
     log = logging.getLogger("trainforge")
     if event.state == "finished":
         log.info("step %-9s done in %.1fs", event.step, event.seconds)
+    elif event.state in ("failed", "retrying") and event.error:
+        log.info("step %-9s %s (%s)", event.step, event.state, event.error)
     elif event.state in ("failed", "retrying", "cached", "skipped"):
         log.info("step %-9s %s", event.step, event.state)

@@ -11,11 +11,13 @@ attached anew.
 from __future__ import annotations
 
 import importlib
+import logging
 import multiprocessing
 import pickle
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from logging.handlers import QueueHandler, QueueListener
 from types import FunctionType
 from typing import Any
 
@@ -132,7 +134,11 @@ def run_isolated(call: IsolatedCall, timeout_s: float) -> dict[str, ValueRef]:
         call = replace(call, step=replace(call.step, fn=_imported_in_child))
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(call, sender), daemon=True,
+    records: Any = context.Queue()
+    logs = QueueListener(records, _Relay())  # the child's log lines, shown as this process's
+    logs.start()
+    level = logging.getLogger("trainforge").getEffectiveLevel()
+    process = context.Process(target=_child, args=(call, sender, records, level), daemon=True,
                               name=f"trainforge-step-{call.step.name}")
     process.start()
     sender.close()
@@ -153,6 +159,8 @@ def run_isolated(call: IsolatedCall, timeout_s: float) -> dict[str, ValueRef]:
         process.join(KILL_GRACE_S)
         if process.is_alive():
             process.kill()
+        logs.stop()
+        records.close()
     if outcome[0] == "ok":
         return {name: ValueRef.from_json(ref) for name, ref in outcome[1].items()}
     raise AttemptFailed(outcome[1], outcome[2])
@@ -164,8 +172,21 @@ def _imported_in_child(**arguments: Any) -> Any:
     raise AssertionError("the child process calls the function it imported")
 
 
-def _child(call: IsolatedCall, sender: Any) -> None:
-    """The child's side: import, read inputs, call, store outputs, send references."""
+class _Relay(logging.Handler):
+    """Hands a record a step's process logged to the logger of its name here, so it shows
+    wherever this process shows its own (the CLI's console, a test's capture)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger(record.name).handle(record)
+
+
+def _child(call: IsolatedCall, sender: Any, records: Any, level: int) -> None:
+    """The child's side: import, read inputs, call, store outputs, send references; its
+    `trainforge` log records (a step's `ctx.log`) go to the parent through `records`."""
+    logger = logging.getLogger("trainforge")
+    logger.handlers[:] = [QueueHandler(records)]
+    logger.setLevel(level)
+    logger.propagate = False
     recorder = None
     try:
         if call.run_id is not None and call.settings is not None:

@@ -44,9 +44,12 @@ from trainforge.tracking import RunRecorder
 
 @dataclass(frozen=True)
 class StepEvent:
+    """What happened to a step; `error`: the failed attempt's (for "failed", "retrying")."""
+
     step: str
     state: str  # "started" | "finished" | "failed" | "retrying" | "cached" | "skipped"
     seconds: float = 0.0
+    error: str | None = None
 
 
 StepListener = Callable[[StepEvent], None]
@@ -80,7 +83,7 @@ def _run_step(step: Step, values: dict[str, Any], notify: StepListener,
         produced = call_in_process(step, {name: values[name] for name in step.inputs}, context,
                                    keep_records=False)
     except BaseException as exc:
-        notify(StepEvent(step.name, "failed", time.perf_counter() - started))
+        notify(StepEvent(step.name, "failed", time.perf_counter() - started, describe(exc)))
         if isinstance(exc, AttemptFailed):  # the step returned other outputs than declared
             raise TrainforgeError(str(exc)) from None
         raise
@@ -340,7 +343,8 @@ class _Execution:
                 store.update_step_run(row.step_run_id, state, ended_at=ended,
                                       error=f"{kind}: {message}")
                 self.runner.listener(StepEvent(step.name, "retrying" if retry else "failed",
-                                               time.perf_counter() - clock))
+                                               time.perf_counter() - clock,
+                                               f"attempt {row.attempt}: {kind}: {message}"))
                 if not retry:
                     with self.lock:
                         self.last[step.name] = replace(row, state=state, started_at=started,

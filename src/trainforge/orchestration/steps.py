@@ -20,6 +20,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from trainforge.errors import SpecError
@@ -198,11 +199,13 @@ def import_function(target: str, where: str) -> Callable[..., Any]:
     return found.fn if isinstance(found, StepDefinition) else found
 
 
-def steps_from_yaml(entries: Any, where: str) -> list[Step]:
+def steps_from_yaml(entries: Any, where: str, folder: Path | None = None) -> list[Step]:
     """The `steps:` list of a YAML file: each with `name`, `uses`, `inputs` (a list, or a
     mapping argument -> value), `outputs`, `params`, `after`, `data`, `retries`, `backoff`,
     `retry_on`, `timeout`, `cache`, `ttl`, `resources` (`{processes: N}`). Errors name
-    `where`, the entry and the field."""
+    `where`, the entry and the field. Params that are paths are relative to `folder` (the
+    YAML file's, as a training spec's paths are to it): a param named in `data` when it is a
+    relative path, any other text param when that file exists there."""
     if not isinstance(entries, list):
         raise SpecError([f"{where}: steps: expected a list of steps"])
     steps = []
@@ -219,8 +222,25 @@ def steps_from_yaml(entries: Any, where: str) -> list[Step]:
         name = entry.get("name")
         label = f"{at} ({name})" if name else at
         fn = import_function(str(entry["uses"]), f"{label}.uses")
-        steps.append(make_step(fn, _yaml_options(entry, label)))
+        declared = _yaml_options(entry, label)
+        if folder is not None:
+            declared = replace(declared, params=_paths_from(folder, declared.params,
+                                                            declared.options.data))
+        steps.append(make_step(fn, declared))
     return steps
+
+
+def _paths_from(folder: Path, params: Mapping[str, Any],
+                data: Sequence[str]) -> dict[str, Any]:
+    """`params` with the relative paths among them resolved against `folder`."""
+    resolved = dict(params)
+    for key, value in params.items():
+        if not isinstance(value, str) or not value or "://" in value or Path(value).is_absolute():
+            continue
+        candidate = folder / value
+        if key in data or candidate.exists():
+            resolved[key] = str(candidate)
+    return resolved
 
 
 _YAML_FIELDS = {"name", "uses", "inputs", "outputs", "params", "after", "data", "retries",

@@ -95,7 +95,7 @@ def _from_yaml(path: Path) -> Dag:
     name = document.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError([f"{path}: name: expected the pipeline's name"])
-    steps = steps_from_yaml(document.get("steps"), str(path))
+    steps = steps_from_yaml(document.get("steps"), str(path), path.resolve().parent)
     max_parallel = document.get("max_parallel", 1)
     if not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1:
         raise SpecError([f"{path}: max_parallel: {max_parallel!r} (expected a whole number "

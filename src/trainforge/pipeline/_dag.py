@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from trainforge.config import PipelineSpec
@@ -82,10 +83,16 @@ def build_training_dag(
         _recorded("register", partial(_steps.register, spec.registry, registry),
                   ("trained", "evaluation", "gate", "splits", "feature_pipeline"),
                   ("model_version",)),
-        *(steps_from_yaml(spec.steps, source) if spec.steps else []),
+        *(steps_from_yaml(spec.steps, source, _folder_of(source)) if spec.steps else []),
         *extra,
     )
     return Dag(name=spec.name, steps=steps)
+
+
+def _folder_of(source: str) -> Path | None:
+    """The folder of the spec file `source` (None for a spec given as an object)."""
+    path = Path(source)
+    return path.resolve().parent if path.is_file() else None
 
 
 @dataclass(frozen=True)
