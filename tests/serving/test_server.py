@@ -102,7 +102,12 @@ def test_metrics_count_requests_errors_and_latency_per_version(client, golden):
     version = production(client)
     client.post("/predict", json=records_of(golden.head(2)))
     client.post("/predict", json=[])
+    client.post("/predict", content=b"{not json", headers={"content-type": "application/json"})
     metrics = client.get("/metrics").text
+    # refused before a version was chosen: not the production version's error
+    assert re.search(r'trainforge_predict_errors_total\{status="400",version="none"\} [1-9]',
+                     metrics)
+    assert not re.search(rf'status="400",version="{version}"', metrics)
     assert re.search(rf'trainforge_predict_requests_total\{{role="production",'
                      rf'version="{version}"\}} [1-9]', metrics)
     assert re.search(rf'trainforge_predict_errors_total\{{status="422",version="{version}"\}} '

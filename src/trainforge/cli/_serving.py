@@ -30,6 +30,9 @@ ModelName = Annotated[str, typer.Argument(help="The registered model's name.")]
 Runtime = Annotated[str, typer.Option(
     help="auto (onnxruntime where an accepted ONNX export exists, else torch), onnxruntime "
     "or torch.")]
+RangeQuantiles = Annotated[tuple[float, float], typer.Option(
+    help="Inputs outside the training data's values between these quantiles are flagged "
+    "(0 1: its minimum and maximum, so no training row is flagged).")]
 
 
 def _artifacts() -> ArtifactStore:
@@ -82,6 +85,7 @@ def serve(
     poll_interval: Annotated[float, typer.Option(
         min=0.1, help="Seconds between reads of the registry's stages.")] = 2.0,
     runtime: Runtime = "auto",
+    range_quantiles: RangeQuantiles = (0.0, 1.0),
 ) -> None:
     """Serve model NAME's production version (and its canary) on POST /predict, following
     stage changes without a restart; /health, /metadata, /metrics beside it. Delivers the
@@ -95,7 +99,8 @@ def serve(
     store = _context.existing_store()
     if not store.list_model_versions(name, limit=1).items:
         _render.fail(f"model {name!r} not found (see: trainforge models list)", 1)
-    router = VersionRouter(store, name, _loader(store, _artifacts(), runtime),
+    quantiles = _checked_quantiles(range_quantiles)
+    router = VersionRouter(store, name, _loader(store, _artifacts(), runtime, quantiles),
                            canary_share=canary_share)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     app = create_app(router, poll_interval=poll_interval)
@@ -109,6 +114,7 @@ def predict(
     input_: Annotated[str, typer.Option("--input", help="Parquet file of raw records.")],
     output: Annotated[str, typer.Option(help="Parquet file to write predictions to.")],
     runtime: Runtime = "auto",
+    range_quantiles: RangeQuantiles = (0.0, 1.0),
 ) -> None:
     """Score a Parquet file with a model version, streamed in record batches."""
     from trainforge.serving import predict_file, resolve_version
@@ -117,7 +123,8 @@ def predict(
     store = _context.existing_store()
     try:
         version = resolve_version(store, model)
-        served = _loader(store, _artifacts(), runtime)(version)
+        served = _loader(store, _artifacts(), runtime,
+                         _checked_quantiles(range_quantiles))(version)
         rows = predict_file(served, input_, output)
     except (NotFound, ArtifactError, DataError, ExportError, OSError) as exc:
         _render.fail(f"{input_}: {exc}" if isinstance(exc, DataError) else str(exc), 1)
@@ -147,10 +154,24 @@ def _check_runtime(runtime: str) -> None:
         _render.fail(f"--runtime: expected auto, onnxruntime or torch, got {runtime!r}", 2)
 
 
-def _loader(store: Store, artifacts: ArtifactStore,
-            runtime: str) -> Callable[[ModelVersion], ServedVersion]:
-    """Loads a version of the store's registry for serving."""
+def _checked_quantiles(quantiles: tuple[float, float]) -> tuple[float, float]:
+    low, high = quantiles
+    if not 0.0 <= low < high <= 1.0:
+        _render.fail(f"--range-quantiles: expected 0 <= LOW < HIGH <= 1, got {low:g} {high:g}", 2)
+    return low, high
+
+
+def _loader(store: Store, artifacts: ArtifactStore, runtime: str,
+            quantiles: tuple[float, float]) -> Callable[[ModelVersion], ServedVersion]:
+    """Loads a version of the store's registry for serving, its inputs flagged against the
+    stored profile of the data version it trained on (when there is one)."""
+    from trainforge.profiles import load_profile
     from trainforge.serving import load_served_version
 
-    return lambda version: load_served_version(artifacts, version, store.get_run(version.run_id),
-                                               runtime=runtime)
+    def load(version: ModelVersion) -> ServedVersion:
+        profile = (load_profile(store, version.data_version_id)
+                   if version.data_version_id is not None else None)
+        return load_served_version(artifacts, version, store.get_run(version.run_id),
+                                   runtime=runtime, data_profile=profile,
+                                   range_quantiles=quantiles)
+    return load

@@ -48,6 +48,7 @@ from trainforge.serving._router import VersionRouter
 
 log = logging.getLogger("trainforge")
 MAX_BODY_BYTES = 10 * 1024 * 1024
+NO_VERSION = "none"  # the version label of errors answered before a version is chosen
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
@@ -91,26 +92,27 @@ def create_app(router: VersionRouter, *, poll_interval: float = 2.0,
 
     async def predict(request: Request) -> Response:
         start = time.perf_counter()
-        chosen = router.choose(request.headers.get("x-request-id"))
-        if chosen is None:
-            metrics.errors.labels("none", "503").inc()
-            return _error(503, f"no production version of model {router.model_name!r}")
-        served, role = chosen
-        label = served.label
+        # refused before a version is chosen: counted under no version's label
         media_type = request.headers.get("content-type", "")
         if media_type.partition(";")[0].strip().lower() != "application/json":
-            metrics.errors.labels(label, "415").inc()
+            metrics.errors.labels(NO_VERSION, "415").inc()
             return _error(415, f"expected Content-Type application/json, got "
                                f"{media_type or 'none'}")
         body = await _read_body(request, max_body_bytes)
         if body is None:
-            metrics.errors.labels(label, "413").inc()
+            metrics.errors.labels(NO_VERSION, "413").inc()
             return _error(413, f"request body over {max_body_bytes} bytes")
         try:
             records = json.loads(body)
         except (ValueError, RecursionError) as exc:
-            metrics.errors.labels(label, "400").inc()
+            metrics.errors.labels(NO_VERSION, "400").inc()
             return _error(400, f"body is not valid JSON: {exc}")
+        chosen = router.choose(request.headers.get("x-request-id"))
+        if chosen is None:
+            metrics.errors.labels(NO_VERSION, "503").inc()
+            return _error(503, f"no production version of model {router.model_name!r}")
+        served, role = chosen
+        label = served.label
         problems = served.checker.problems(records)
         if problems:
             metrics.errors.labels(label, "422").inc()

@@ -121,13 +121,14 @@ class RecordChecker:
         flags: list[dict[str, Any]] = []
         for name, (low, high) in self.ranges.items():
             value = record.get(name)
-            if isinstance(value, (int, float)) and not (low <= value <= high):
+            if isinstance(value, (int, float)) and not (low <= value <= high) \
+                    and value == value:  # a missing value (NaN) is no value out of range
                 flags.append({"field": name, "flag": "out_of_range", "value": value,
                               "expected": [low, high]})
         for name, seen in self.categories.items():
             value = record.get(name)
             if value is not None and not (isinstance(value, float) and math.isnan(value)) \
-                    and value not in seen:
+                    and value not in seen and str(value) not in seen:  # a profile's are text
                 flags.append({"field": name, "flag": "unseen_category", "value": value})
         return flags
 

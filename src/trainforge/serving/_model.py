@@ -2,8 +2,12 @@
 then only read (one instance serves every request thread).
 
 The scorer is onnxruntime over `export/model.onnx` when the version's run has an accepted
-`onnx-fp32` export, else the torch module (or as the caller asks). The contract and profile
-come from the export bundle, or are derived as export would derive them. Loading checks that
+`onnx-fp32` export, else the torch module (or as the caller asks). The contract comes from the
+export bundle, or is derived as export would derive it. The ranges and categories a record is
+flagged against come from the training data's stored profile when the caller gives it
+(`served_profile`: the data version's values between the quantiles asked for, by default its
+exact minimum and maximum, so no training row is ever flagged), else from the export bundle's
+profile (the feature pipeline's fitted state and the golden set). Loading checks that
 the served encoder reproduces the training features on the golden set (`FeatureMismatch`
 otherwise). Binary labels use the threshold of `evaluation/report.json`, 0.5 without one.
 """
@@ -11,9 +15,9 @@ otherwise). Binary labels use the threshold of `evaluation/report.json`, 0.5 wit
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +27,9 @@ from trainforge.features import ServedEncoder, check_served_features, compile_en
 from trainforge.serving._checks import RecordChecker
 from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import system_of
+
+if TYPE_CHECKING:
+    from trainforge.profiles import ColumnProfile, DatasetProfile
 
 DEFAULT_THRESHOLD = 0.5
 RUNTIMES = ("auto", "onnxruntime", "torch")
@@ -70,12 +77,15 @@ class ServedVersion:
 
 
 def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Run,
-                        *, runtime: str = "auto", threads: int = 1) -> ServedVersion:
+                        *, runtime: str = "auto", threads: int = 1,
+                        data_profile: DatasetProfile | None = None,
+                        range_quantiles: tuple[float, float] = (0.0, 1.0)) -> ServedVersion:
     """Load `version` (of run `run`) for serving; ArtifactError names what is missing.
 
     `runtime`: "auto" (onnxruntime when the run has an accepted onnx-fp32 export, else torch),
     "onnxruntime" (ExportError without one) or "torch"; `threads`: onnxruntime's intra-op
-    threads."""
+    threads; `data_profile`: the stored profile of the data version it trained on, whose
+    values between `range_quantiles` are the served ranges (`served_profile`)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     from trainforge.export import (
@@ -107,6 +117,8 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
         contract = served_contract(stored.features, golden,
                                    recorded.contract if recorded is not None else None)
         profile = training_profile(stored.features, golden)
+    if data_profile is not None:
+        profile = served_profile(data_profile, profile, encoder.numeric, range_quantiles)
     if onnx is not None:
         scorer = _onnx_scorer(artifacts.get_bytes(run.run_id, onnx.artifact), threads)
         runtime = "onnxruntime"
@@ -126,6 +138,37 @@ def load_served_version(artifacts: ArtifactStore, version: ModelVersion, run: Ru
     }
     return ServedVersion(version, runtime, stored.task, stored.classes, threshold, checker,
                          encoder, scorer, metadata)
+
+
+def served_profile(data: DatasetProfile, bundled: dict[str, Any], numeric: Collection[str],
+                   quantiles: tuple[float, float]) -> dict[str, Any]:
+    """The ranges and categories records are flagged against, from the training data's
+    profile: each numeric input's values from quantile `low` to `high` (0 and 1: its exact
+    minimum and maximum), each categorical input's categories the model learned (`bundled`)
+    and every value the data holds. A column the profile lacks keeps the bundle's entry."""
+    low, high = quantiles
+    if not 0.0 <= low < high <= 1.0:
+        raise ValueError(f"range quantiles must satisfy 0 <= low < high <= 1, got {quantiles}")
+    columns = dict(bundled.get("columns", {}))
+    for name, entry in list(columns.items()):
+        column = data.columns.get(name)
+        if column is None or not column.values:
+            continue
+        if name in numeric and column.kind == "numeric":
+            columns[name] = {"min": _quantile(column, low), "max": _quantile(column, high)}
+        elif "categories" in entry:
+            seen = [value for value, _ in column.top(len(entry["categories"]) + 1024)]
+            columns[name] = {"categories": list(dict.fromkeys([*entry["categories"], *seen]))}
+    return {"source": f"training data profile (quantiles {low:g} to {high:g})",
+            "columns": columns}
+
+
+def _quantile(column: ColumnProfile, level: float) -> float:
+    if level == 0.0 and column.min is not None:
+        return float(column.min)
+    if level == 1.0 and column.max is not None:
+        return float(column.max)
+    return float(column.quantiles.get_quantile(level))
 
 
 def _threshold(artifacts: ArtifactStore, run_id: str) -> float:
