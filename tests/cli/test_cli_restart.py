@@ -144,7 +144,10 @@ def test_sigterm_to_the_launcher_preempts_the_job_and_resume_finishes_it(fraud_p
     run = store.get_run(run_id)
     assert run.status is RunStatus.PREEMPTED and run.error.startswith("preempted by SIGTERM")
 
-    resumed = launch(fraud_project, home, "--resume", run_id)
+    resumed = subprocess.Popen(  # by its id alone: the recorded spec, overrides and launch
+        [TRAINFORGE, "resume", run_id, "--json"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TRAINFORGE_HOME": str(home), "OMP_NUM_THREADS": "1"})
     summary, log = finish(resumed)
     assert summary["run_id"] == run_id and "resumed from the checkpoint of step" in log
     assert store.get_run(run_id).status is RunStatus.COMPLETED

@@ -1,7 +1,8 @@
-"""`trainforge resume PIPELINE_RUN` of a training pipeline run refuses one whose train step ran
-on torchrun workers (it is continued with `trainforge run ... --nproc-per-node N --resume`),
-as its launcher recorded in the run's system namespace; a user's tag of the same name decides
-nothing."""
+"""`trainforge resume RUN_ID|PIPELINE_RUN` of a training pipeline run: a run's id names its
+pipeline run; a run its launcher recorded as trained on several nodes is refused (each node
+continues it with `trainforge run ... --resume` and its launch flags), a user's tag of the same
+name decides nothing; what names no pipeline run is refused saying so. (A single-node launched
+run resumed over its torchrun workers: `test_cli_restart.py`.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from trainforge.cli import app
 from trainforge.entities import Pipeline, PipelineRunStatus
 
-SHAPE = {"nproc_per_node": 2, "nnodes": 1, "min_nodes": 1, "max_restarts": 0}
+SHAPE = {"nproc_per_node": 2, "nnodes": 2, "min_nodes": 2, "max_restarts": 0}
 
 
 def failed_pipeline_run(tmp_path: Path, system: dict, tags: dict) -> tuple[str, str]:
@@ -27,6 +28,7 @@ def failed_pipeline_run(tmp_path: Path, system: dict, tags: dict) -> tuple[str, 
                                system=system, tags=tags)
         spec = {"spec": {"path": str(tmp_path / "spec.yaml"), "overrides": []}}
         record = store.create_pipeline_run("p" * 32, "fraud", spec, {}, run.run_id)
+        store.set_system(run.run_id, {"pipeline_run": record.pipeline_run_id})
         store.set_pipeline_run_status(record.pipeline_run_id, PipelineRunStatus.FAILED)
         return record.pipeline_run_id, run.run_id
     finally:
@@ -34,16 +36,35 @@ def failed_pipeline_run(tmp_path: Path, system: dict, tags: dict) -> tuple[str, 
 
 
 @pytest.mark.parametrize("recorded", ["system", "tag"])
-def test_only_the_launchers_record_sends_a_resume_to_torchrun(tmp_path: Path,
-                                                              recorded: str) -> None:
+@pytest.mark.parametrize("named_by", ["run", "pipeline run"])
+def test_only_the_launchers_record_refuses_a_multi_node_resume(
+        tmp_path: Path, recorded: str, named_by: str) -> None:
     system = {"distributed": SHAPE} if recorded == "system" else {}
     tags = {"distributed": SHAPE} if recorded == "tag" else {}
     pipeline_run, run_id = failed_pipeline_run(tmp_path, system, tags)
-    result = CliRunner().invoke(app, ["resume", pipeline_run])
+    named = run_id[:8] if named_by == "run" else pipeline_run
+
+    result = CliRunner().invoke(app, ["resume", named])
+
     assert result.exit_code == 2, result.output
-    launched = (f"pipeline run {pipeline_run} trained on torchrun workers: continue it with "
-                f"`trainforge run {tmp_path / 'spec.yaml'} --nproc-per-node N --resume {run_id}`")
     if recorded == "system":
-        assert launched in result.output
+        assert (f"run {run_id} trained on 2 nodes: continue it with `trainforge run "
+                f"{tmp_path / 'spec.yaml'} --resume {run_id}`") in result.output
     else:  # resumed in this process: the spec file is read (and here, missing)
-        assert "torchrun" not in result.output and "spec.yaml" in result.output
+        assert "nodes" not in result.output and "spec.yaml" in result.output
+
+
+def test_what_names_no_pipeline_run_is_refused_saying_so(tmp_path: Path) -> None:
+    store = home_store()
+    try:
+        experiment = store.get_or_create_experiment("script").experiment_id
+        scripted = store.create_run(experiment, {}, {}, "file:///a").run_id
+    finally:
+        store.close()
+
+    unknown = CliRunner().invoke(app, ["resume", "feedbeef"])
+    of_a_script = CliRunner().invoke(app, ["resume", scripted])
+
+    assert unknown.exit_code == 1 and "'feedbeef' names no pipeline run" in unknown.output
+    assert of_a_script.exit_code == 2
+    assert f"run {scripted} records no pipeline run to resume" in of_a_script.output

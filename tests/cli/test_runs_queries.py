@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -151,3 +154,27 @@ def test_a_nested_run_names_its_parent_in_show_and_list(tmp_path):
     assert shown["parent_run_id"] == parent.run_id
     assert listed[child.run_id]["parent_run_id"] == parent.run_id
     assert listed[parent.run_id]["parent_run_id"] is None
+
+
+def test_a_running_run_whose_process_is_gone_is_shown_as_such(tmp_path):
+    store = default_store()
+    with start_run("fraud", code_dir=tmp_path) as alive:
+        killed = store.create_run(store.get_or_create_experiment("fraud").experiment_id, {},
+                                  {}, "unused", system={"process": {
+                                      "host": socket.gethostname(), "pid": _dead_pid()}})
+        listed = {r["run_id"]: r for r in json.loads(invoke("runs", "list", "--json").stdout)}
+        table = invoke("runs", "list").stdout
+        shown = json.loads(invoke("runs", "show", killed.run_id, "--json").stdout)
+
+    assert (listed[killed.run_id]["status"], listed[killed.run_id]["process"]) == (
+        "running", "gone")
+    assert listed[alive.run_id]["process"] == "alive"
+    assert "running, process gone" in table
+    assert shown["process"] == "gone"
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid

@@ -182,6 +182,24 @@ def test_a_tracked_run_records_checkpoints_and_drops_points_a_resume_logs_again(
     assert [r.step for r in store.list_checkpoints(run.run_id).items] == [28, 30]
 
 
+def test_a_checkpoint_resumed_from_without_a_record_is_recorded_and_its_deletion_too(
+        tmp_path, store, caplog):
+    policy = {"every_n_steps": 4, "keep_last": 2}
+    location = tmp_path / "checkpoints"
+    with pytest.raises(RuntimeError):  # saved, never recorded: as a save killed before it
+        make_trainer(checkpoint_dir=location, **SETUP, checkpoint=policy,
+                     callbacks=[RaiseAt(14, RuntimeError("crash"))]).fit()
+    with start_run("resume", store=store, artifacts=tmp_path / "artifacts",
+                   code_dir=tmp_path) as run:
+        make_trainer(recorder=run, checkpoint_dir=location, resume=True, **SETUP,
+                     checkpoint=policy).fit()
+
+    records = {r.step: r for r in store.list_checkpoints(run.run_id, include_deleted=True).items}
+    assert records[12].deleted  # resumed from, recorded, then pruned: its deletion recorded
+    assert [step for step, r in records.items() if not r.deleted] == [28, 30]
+    assert "not recorded" not in caplog.text
+
+
 def test_a_metric_that_was_not_finite_is_recorded_as_nan(tmp_path, store):
     with start_run("nan", store=store, artifacts=tmp_path, code_dir=tmp_path) as run:
         info = CheckpointInfo(3, "s3://b/step-3", 0, run.run_id, {"val_loss": None, "lr": 0.1})

@@ -28,6 +28,7 @@ from trainforge.errors import (
 
 if TYPE_CHECKING:
     from trainforge.orchestration import Dag, PipelineOutcome
+    from trainforge.storage import Store
 
 pipeline_app = typer.Typer(no_args_is_help=True, help="Pipelines of your own steps: run one, "
                            "show a pipeline run's step states, collect old step outputs.")
@@ -128,18 +129,22 @@ def pipeline_gc(
                + (f"; left {collected.unnamed} no step run names" if collected.unnamed else ""))
 
 
-def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) -> None:
+def resume(
+    pipeline_run_id: Annotated[str, typer.Argument(
+        metavar="RUN_ID|PIPELINE_RUN", help="A tracked run's id or a pipeline run's id (or "
+        "the first characters of either).")],
+    as_json: _render.JsonFlag = False,
+) -> None:
     """Continue a failed pipeline run: the steps that did not succeed, and those after them,
     run again with the code as it is now; the others' stored outputs are reused. A run of
-    the training pipeline continues its run, training from the newest checkpoint."""
+    the training pipeline (named by its run or its pipeline run) continues its run with the
+    spec, overrides and launch flags it was started with, training from the newest
+    checkpoint."""
     from trainforge.orchestration.user_pipelines import resume_steps
 
     if not as_json:
         _render.setup_logging()
-    try:
-        record = _context.existing_store().find_pipeline_run(pipeline_run_id)
-    except (NotFound, Ambiguous) as exc:
-        _render.fail(str(exc), 1)
+    record = _pipeline_run_of(_context.existing_store(), pipeline_run_id)
     if "spec" in record.source:
         _resume_training(record, as_json)
         return
@@ -153,11 +158,33 @@ def resume(pipeline_run_id: PipelineRunId, as_json: _render.JsonFlag = False) ->
     _report(outcome, as_json)
 
 
+def _pipeline_run_of(store: Store, given: str) -> PipelineRun:
+    """The pipeline run `given` names, as a pipeline run's id or a tracked run's (its pipeline
+    run); exit 1 saying which it is neither of."""
+    from trainforge.tracking import system_of
+
+    try:
+        return store.find_pipeline_run(given)
+    except Ambiguous as exc:
+        _render.fail(str(exc), 1)
+    except NotFound:
+        pass
+    try:
+        run = store.find_run(given)
+    except (NotFound, Ambiguous) as exc:
+        _render.fail(f"{given!r} names no pipeline run, and {exc}", 1)
+    pipeline_run = system_of(run).pipeline_run
+    if pipeline_run is None:
+        _render.fail(f"run {run.run_id} records no pipeline run to resume (a run of a script, "
+                     "not of `trainforge run`)", 2)
+    return store.get_pipeline_run(pipeline_run)
+
+
 def _resume_training(record: PipelineRun, as_json: bool) -> None:
     """`resume` of a pipeline run of the training pipeline: its tracked run continued with the
     spec and overrides it was started with, in the same pipeline run."""
     from trainforge.cli._app import EXIT_PREEMPTED, report_pipeline
-    from trainforge.pipeline import run_pipeline
+    from trainforge.pipeline import Launch, launch_pipeline, run_pipeline
     from trainforge.tracking import system_of
 
     store = _context.existing_store()
@@ -169,16 +196,23 @@ def _resume_training(record: PipelineRun, as_json: bool) -> None:
     if run is None or not spec.get("path"):
         _render.fail(f"pipeline run {record.pipeline_run_id} was started from Python with a "
                      "spec object; resume it there with run_pipeline(spec, resume=RUN_ID)", 2)
-    if system_of(run).distributed is not None:  # the launch's shape, recorded by the launcher
-        _render.fail(f"pipeline run {record.pipeline_run_id} trained on torchrun workers: "
-                     f"continue it with `trainforge run {spec['path']} --nproc-per-node N "
-                     f"--resume {run.run_id}` and the flags it was started with", 2)
+    shape = system_of(run).distributed  # the launch's, recorded by the launcher
+    if shape is not None and shape.nnodes > 1:
+        _render.fail(f"run {run.run_id} trained on {shape.nnodes} nodes: continue it with "
+                     f"`trainforge run {spec['path']} --resume {run.run_id}` and the launch "
+                     "flags it was started with, on every node", 2)
     try:
         with _render.warnings_on_stderr():
-            result = run_pipeline(spec["path"], spec.get("overrides") or [],
-                                  session=_context.session(create=False),
-                                  resume=run.run_id, pipeline_run=record.pipeline_run_id,
-                                  listener=None if as_json else _render.print_step)
+            if shape is not None:  # its torchrun workers again, as many as it had
+                launch = Launch(shape.nproc_per_node, max_restarts=shape.max_restarts)
+                result = launch_pipeline(spec["path"], spec.get("overrides") or [], launch,
+                                         resume=run.run_id,
+                                         session=_context.session(create=False))
+            else:
+                result = run_pipeline(spec["path"], spec.get("overrides") or [],
+                                      session=_context.session(create=False),
+                                      resume=run.run_id, pipeline_run=record.pipeline_run_id,
+                                      listener=None if as_json else _render.print_step)
     except (SpecError, ResumeRefused) as exc:
         _render.fail(str(exc), 2)
     except RunPreempted as exc:
@@ -186,6 +220,7 @@ def _resume_training(record: PipelineRun, as_json: bool) -> None:
                      EXIT_PREEMPTED)
     except RunFailed as exc:
         _render.fail(f"run {exc.run_id} failed:\n{exc.__cause__}", 1)
+    assert result is not None  # one node: this launcher reports the run
     report_pipeline(result, as_json)
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from trainforge.cli import _context, _render
-from trainforge.cli._views import HEADLINE_METRICS, run_row
+from trainforge.cli._views import HEADLINE_METRICS, run_row, shown_status
 from trainforge.entities import Run
 from trainforge.errors import NotFound, QueryError
 from trainforge.storage import all_items
@@ -63,8 +63,8 @@ def runs_list(
         return
     metrics = _metric_columns(runs, keys)
     columns = ["run_id", "experiment", "status", "started", "seconds", *metrics]
-    table = [[row[c] for c in columns[:5]] + [run.metrics.get(m) for m in metrics]
-             for row, run in zip(rows, runs, strict=True)]
+    table = [[shown_status(run) if c == "status" else row[c] for c in columns[:5]]
+             + [run.metrics.get(m) for m in metrics] for row, run in zip(rows, runs, strict=True)]
     _render.emit_table("Runs", columns, table,
                        empty="no runs match" if filter or experiment else "no runs")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from trainforge.entities import ModelVersion, Run, StageChange
+from trainforge.entities import ModelVersion, Run, RunStatus, StageChange
 
 if TYPE_CHECKING:
     from trainforge.pipeline import PipelineResult
@@ -20,11 +20,27 @@ def short_metrics(metrics: dict[str, float], prefix: str = "test_") -> str:
     return " ".join(f"{name}={value:.4g}" for name, value in picked[:3])
 
 
+def process_state(run: Run) -> str | None:
+    """For a `running` run: "alive", or "gone" when its process is (same host: no such pid;
+    elsewhere: its heartbeat is stale), which `runs gc` would mark crashed; None otherwise."""
+    if run.status is not RunStatus.RUNNING:
+        return None
+    from trainforge.tracking import is_alive  # only when a run is running: a listing's start
+
+    return "alive" if is_alive(run) else "gone"
+
+
+def shown_status(run: Run) -> str:
+    """The status as tables show it: a running run whose process is gone says so."""
+    return "running, process gone" if process_state(run) == "gone" else run.status.value
+
+
 def run_row(run: Run, experiment_names: dict[str, str]) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "experiment": experiment_names.get(run.experiment_id, run.experiment_id),
         "status": run.status.value,
+        "process": process_state(run),
         "parent_run_id": run.parent_run_id,
         "started": run.started_at.isoformat(timespec="seconds"),
         "seconds": round(run.duration_s, 1) if run.duration_s is not None else None,
@@ -42,6 +58,7 @@ def run_fields(run: Run, experiment: str, data_names: Sequence[str] = ()
         ("run_id", run.run_id),
         ("experiment", experiment),
         ("status", run.status.value),
+        ("process", process_state(run)),
         ("parent_run_id", run.parent_run_id),
         ("error", run.error),
         ("started_at", run.started_at.isoformat()),

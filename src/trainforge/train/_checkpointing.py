@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +47,12 @@ from trainforge.train._callbacks import Callback
 from trainforge.train._preemption import PreemptionNotice
 from trainforge.train._sinks import CheckpointSink
 from trainforge.train._strategy import FSDPStrategy, Strategy
-from trainforge.train.checkpoint import CheckpointInfo, CheckpointManager, is_due
+from trainforge.train.checkpoint import (
+    CheckpointInfo,
+    CheckpointManager,
+    CheckpointWarning,
+    is_due,
+)
 
 if TYPE_CHECKING:
     from trainforge.train._trainer import Trainer
@@ -208,6 +214,11 @@ class Checkpointing(Callback):
         if self.sink is not None:
             self.sink.truncate_metrics(info.step if info is not None else -1,
                                        trainer.metric_names())
+            if self.manager is not None:  # saves killed before their records: recorded now,
+                with warnings.catch_warnings():  # so that retention's deletions are too
+                    warnings.simplefilter("ignore", CheckpointWarning)  # `latest` warned
+                    for saved in self.manager.list():
+                        self._saved(saved)
 
     def _close(self) -> None:
         if self.preemption is not None:
