@@ -11,6 +11,8 @@ without waiting for any webhook (`trainforge webhooks deliver` or `serve` sends 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -87,17 +89,9 @@ def models_promote(
     store = _context.existing_store()
     settings = _context.settings()
     target = _version_of(store, name, version)
-    try:
+    with _stage_move(as_json):
         done = promote(store, open_artifact_store(settings.artifact_root), target.model_name,
                        target.version, to, reason=reason, force=force, user=settings.user)
-    except GatesFailed as exc:
-        if as_json:
-            _render.emit_json({"promoted": False, "gates": exc.report})
-        _render.fail(str(exc), EXIT_REFUSED)
-    except PromotionError as exc:
-        _render.fail(str(exc), 2)
-    except Conflict as exc:
-        _render.fail(str(exc), 1)
     _report(done, as_json)
 
 
@@ -111,9 +105,19 @@ def models_rollback(name: Annotated[str, typer.Argument(metavar="NAME", help="A 
 
     store = _context.existing_store()
     settings = _context.settings()
-    try:
+    with _stage_move(as_json):
         done = rollback(store, open_artifact_store(settings.artifact_root), name,
                         reason=reason, force=force, user=settings.user)
+    _report(done, as_json)
+
+
+@contextmanager
+def _stage_move(as_json: bool) -> Iterator[None]:
+    """A promotion's or rollback's refusals as exit codes: 3 its gates failed (their report
+    with --json), 2 a move not allowed, 1 another change came first or what it names does not
+    exist."""
+    try:
+        yield
     except GatesFailed as exc:
         if as_json:
             _render.emit_json({"promoted": False, "gates": exc.report})
@@ -122,7 +126,6 @@ def models_rollback(name: Annotated[str, typer.Argument(metavar="NAME", help="A 
         _render.fail(str(exc), 2)
     except (Conflict, NotFound) as exc:
         _render.fail(str(exc), 1)
-    _report(done, as_json)
 
 
 def _report(done: Promotion, as_json: bool) -> None:
