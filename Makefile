@@ -63,13 +63,13 @@ demo-digits: setup
 	$(PY) examples/digits/prepare.py
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
-# pytest-xdist: a worker per core and two more (TEST_WORKERS=1 for a serial run): many tests
-# wait on processes, heartbeats or backoff, and the extra workers' tests use that time (with
-# one more, 2 cores stood idle 15% of a run; the suite is CPU-bound otherwise). The
+# pytest-xdist: a worker per core and one more (TEST_WORKERS=1 for a serial run): many tests
+# wait on processes, heartbeats or backoff, and the extra worker's tests use that time (two
+# more gained nothing measurable on 2 cores: the suite is CPU-bound, and contention grew). The
 # tests marked slow come first, and each worker takes the next test when it is free (one queue:
 # `--maxschedchunk 1`); dealt in chunks, every slow test would go to the first worker. mypy
 # checks beside them (its report follows pytest's), in the time the waiting tests leave.
-TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 2)")
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \

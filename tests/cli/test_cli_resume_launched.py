@@ -65,6 +65,7 @@ def test_what_names_no_pipeline_run_is_refused_saying_so(tmp_path: Path) -> None
     unknown = CliRunner().invoke(app, ["resume", "feedbeef"])
     of_a_script = CliRunner().invoke(app, ["resume", scripted])
 
-    assert unknown.exit_code == 1 and "'feedbeef' names no pipeline run" in unknown.output
+    assert unknown.exit_code == 1
+    assert "pipeline run 'feedbeef' not found; run 'feedbeef' not found" in unknown.output
     assert of_a_script.exit_code == 2
     assert f"run {scripted} records no pipeline run to resume" in of_a_script.output

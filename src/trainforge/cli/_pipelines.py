@@ -167,12 +167,12 @@ def _pipeline_run_of(store: Store, given: str) -> PipelineRun:
         return store.find_pipeline_run(given)
     except Ambiguous as exc:
         _render.fail(str(exc), 1)
-    except NotFound:
-        pass
+    except NotFound as exc:
+        no_pipeline_run = exc
     try:
         run = store.find_run(given)
     except (NotFound, Ambiguous) as exc:
-        _render.fail(f"{given!r} names no pipeline run, and {exc}", 1)
+        _render.fail(f"{no_pipeline_run}; {exc}", 1)
     pipeline_run = system_of(run).pipeline_run
     if pipeline_run is None:
         _render.fail(f"run {run.run_id} records no pipeline run to resume (a run of a script, "
