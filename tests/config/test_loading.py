@@ -129,3 +129,9 @@ def test_a_boolean_word_that_is_no_choice_of_the_field_is_still_refused(tmp_path
                                          "training: {progress: on, epochs: 2,"))
     [problem] = problems(path)
     assert "training.progress" in problem and "'off'" in problem
+
+
+def test_a_data_name_snapshots_cannot_be_numbered_under_is_refused(tmp_path):
+    [problem] = problems(write(tmp_path, VALID), ["data.name=daily feed"])
+    assert problem.startswith(f"{tmp_path / 'pipeline.yaml'}: data.name: ")
+    assert "daily feed" in problem

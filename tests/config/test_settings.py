@@ -62,3 +62,17 @@ def test_urls_without_a_password_are_shown_as_they_are(url: str):
 ])
 def test_recorded_arguments_hide_credentials(argument: str, recorded: str):
     assert redact_argument(argument) == recorded
+
+
+def test_settings_read_back_from_their_variables_in_another_folder(tmp_path: Path):
+    relative = Settings.from_env({"TRAINFORGE_HOME": "home", "TRAINFORGE_DB": "sqlite:///db",
+                                  "TRAINFORGE_ARTIFACTS": "artifacts", "TRAINFORGE_USER": "ann",
+                                  "TRAINFORGE_PROFILE": "team"})
+
+    elsewhere = Settings.from_env(relative.as_env(), cwd=tmp_path)
+
+    cwd = Path.cwd()  # where `relative` was read: its relative paths stay there
+    assert elsewhere.home == cwd / "home" and elsewhere.artifact_root == str(cwd / "artifacts")
+    assert elsewhere.database_url.get_secret_value() == f"sqlite:///{cwd / 'db'}"
+    assert (elsewhere.user, elsewhere.profile) == ("ann", "team")
+    assert Settings.from_env({"TRAINFORGE_DB": PG}).as_env()["TRAINFORGE_DB"] == PG

@@ -90,3 +90,22 @@ def test_a_run_outside_git_records_no_code(store, tmp_path) -> None:
 
     assert system_of(store.get_run(run.run_id)).code is None
     assert artifacts.list_names(run.run_id) == []
+
+
+def test_an_untracked_spec_is_not_stored_a_credential_may_be_written_in_it(store, tmp_path
+                                                                           ) -> None:
+    root = tmp_path / "repo"
+    _repository(root)
+    spec = root / "specs" / "local.yaml"
+    spec.write_text("data: {storage_options: {secret: PLANTED-CREDENTIAL}}\n")  # untracked
+    artifacts = open_artifact_store(tmp_path / "artifacts")
+    session = Session(Settings.from_env({"TRAINFORGE_HOME": str(tmp_path)}), store, artifacts)
+
+    with open_run("e", session, code=CodeRead(root / "specs", spec)) as run:
+        pass
+
+    entry = system_of(store.get_run(run.run_id)).code
+    assert entry is not None and entry.spec == "specs/local.yaml" and entry.untracked == {}
+    stored = (tmp_path / "artifacts").rglob("*")
+    assert not any(b"PLANTED-CREDENTIAL" in path.read_bytes() for path in stored
+                   if path.is_file())

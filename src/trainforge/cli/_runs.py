@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from trainforge.cli import _context, _render
-from trainforge.cli._views import HEADLINE_METRICS, run_row, shown_status
+from trainforge.cli._views import HEADLINE_METRICS, run_row
 from trainforge.entities import Run
 from trainforge.errors import NotFound, QueryError
 from trainforge.storage import all_items
@@ -63,10 +63,15 @@ def runs_list(
         return
     metrics = _metric_columns(runs, keys)
     columns = ["run_id", "experiment", "status", "started", "seconds", *metrics]
-    table = [[shown_status(run) if c == "status" else row[c] for c in columns[:5]]
+    table = [[_status(row) if c == "status" else row[c] for c in columns[:5]]
              + [run.metrics.get(m) for m in metrics] for row, run in zip(rows, runs, strict=True)]
     _render.emit_table("Runs", columns, table,
                        empty="no runs match" if filter or experiment else "no runs")
+
+
+def _status(row: dict[str, Any]) -> str:
+    """A row's status as the table shows it: a running run whose process is gone says so."""
+    return f"{row['status']}, process gone" if row["process"] == "gone" else row["status"]
 
 
 def _metric_keys(filter: str | None, sort: str | None) -> list[str]:

@@ -30,11 +30,6 @@ def process_state(run: Run) -> str | None:
     return "alive" if is_alive(run) else "gone"
 
 
-def shown_status(run: Run) -> str:
-    """The status as tables show it: a running run whose process is gone says so."""
-    return "running, process gone" if process_state(run) == "gone" else run.status.value
-
-
 def run_row(run: Run, experiment_names: dict[str, str]) -> dict[str, Any]:
     return {
         "run_id": run.run_id,

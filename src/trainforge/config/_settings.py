@@ -89,6 +89,24 @@ class Settings:
             profile=env.get("TRAINFORGE_PROFILE") or None,
         )
 
+    def as_env(self) -> dict[str, str]:
+        """The variables `from_env` reads these settings back from, in any folder: the home,
+        a SQLite file and a local artifact root made absolute (for a process of these
+        settings started elsewhere)."""
+        url = self.database_url.get_secret_value()
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and not url.startswith(prefix + "/"):
+            url = prefix + str(Path(url[len(prefix):]).resolve())
+        root = self.artifact_root
+        env = {"TRAINFORGE_HOME": str(self.home.resolve()), "TRAINFORGE_DB": url,
+               "TRAINFORGE_ARTIFACTS": root if "://" in root else str(Path(root).resolve()),
+               "TRAINFORGE_USER": self.user}
+        if self.credentials_file is not None:
+            env["TRAINFORGE_CREDENTIALS"] = str(self.credentials_file.resolve())
+        if self.profile is not None:
+            env["TRAINFORGE_PROFILE"] = self.profile
+        return env
+
     @property
     def spill_dir(self) -> Path:
         """Where runs keep what the database could not take (replayed later)."""

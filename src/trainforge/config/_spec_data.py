@@ -71,8 +71,10 @@ class DataSpec(_FsspecOptions):
         "reproduced from its record; false: record only their content id"
     )
     name: str | None = Field(
-        None, description="the name the source's snapshots are numbered under (NAME@1, "
-        "NAME@2, ... and NAME@latest); None: the pipeline's name"
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$",
+        description="the name the source's snapshots are numbered under (NAME@1, NAME@2, "
+        "... and NAME@latest): letters, digits, '_', '.' or '-', starting with a letter or "
+        "digit; None: the pipeline's name"
     )
     target: str
     positive_label: bool | int | float | str | None = Field(

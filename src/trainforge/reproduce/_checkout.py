@@ -58,6 +58,7 @@ def write_spec(plan: ReproductionPlan, dest: Path) -> Path:
     recorded = plan.code.spec
     folder = dest / Path(recorded).parent if recorded and not os.path.isabs(recorded) \
         else working_folder(plan, dest)
+    folder.mkdir(parents=True, exist_ok=True)  # an untracked spec's folder may not be there
     path = folder / f".reproduce-{plan.run.run_id[:12]}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path

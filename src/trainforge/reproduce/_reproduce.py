@@ -79,31 +79,10 @@ def _run_again(plan: ReproductionPlan, session: Session, dest: Path) -> str:
     launch = ["--nproc-per-node", str(plan.nproc_per_node)] if plan.nproc_per_node else []
     command = [sys.executable, "-m", "trainforge", "run", str(spec), *plan.given, "--json",
                "--reproduces", plan.run.run_id, *launch]
-    result = subprocess.run(command, cwd=working_folder(plan, dest), env=_child_env(session),
+    result = subprocess.run(command, cwd=working_folder(plan, dest),  # in another folder
+                            env={**os.environ, **session.settings.as_env()},
                             stdout=subprocess.PIPE, text=True)
     if result.returncode not in (0, GATE_STOPPED):
         raise TrainforgeError(f"the reproduction of run {plan.run.run_id} failed (exit "
                               f"{result.returncode}); its error is above")
     return str(json.loads(result.stdout)["run_id"])
-
-
-def _child_env(session: Session) -> dict[str, str]:
-    """The environment of the reproduction's process: this one's, with this session's home,
-    database and artifact root given absolutely (it runs in another folder)."""
-    settings = session.settings
-    env = dict(os.environ)
-    env["TRAINFORGE_HOME"] = str(settings.home.resolve())
-    env["TRAINFORGE_DB"] = _absolute_sqlite(settings.database_url.get_secret_value())
-    root = settings.artifact_root
-    env["TRAINFORGE_ARTIFACTS"] = root if "://" in root else str(Path(root).resolve())
-    env["TRAINFORGE_USER"] = settings.user
-    if settings.credentials_file is not None:
-        env["TRAINFORGE_CREDENTIALS"] = str(settings.credentials_file.resolve())
-    return env
-
-
-def _absolute_sqlite(url: str) -> str:
-    prefix = "sqlite:///"
-    if url.startswith(prefix) and not url.startswith(prefix + "/"):
-        return prefix + str(Path(url[len(prefix):]).resolve())
-    return url

@@ -9,10 +9,11 @@ A run started inside a git repository records its `system.code` entry (`CodeEntr
     spec         the spec file, relative to the root (None: no spec file)
     diff         whether the tracked files differed from HEAD: the difference is the run's
                  artifact `environment/git.diff` (`git diff --binary HEAD`: binary files too)
-    untracked    the files the run read that git does not track (the spec, its contract, the
-                 modules imported from the repository by the run's start), by path relative
-                 to the root: their sha256, each stored once under `code/objects/` of the
-                 artifact root
+    untracked    the files the run read that git does not track (its data contract, the
+                 modules imported from the repository by the run's start; never the spec
+                 file, where a credential may be written: a reproduction runs the recorded
+                 resolved spec, which holds none), by path relative to the root: their
+                 sha256, each stored once under `code/objects/` of the artifact root
 
 and, beside them, the installed packages as `environment/requirements.txt` (pip's format)
 and the repository's `constraints.txt` when it has one: the lock.
@@ -42,7 +43,8 @@ LOCK_FILES = ("constraints.txt",)  # a repository's lock, stored as `environment
 @dataclass(frozen=True)
 class CodeRead:
     """Where a run's code is read: `directory` (inside the repository, if any), the spec file
-    it runs (None: none) and other files it reads (a data contract)."""
+    it runs (None: none; its path is recorded, its content is not) and other files it reads
+    (a data contract)."""
 
     directory: Path = Path(".")
     spec: Path | None = None
@@ -80,15 +82,14 @@ def git_state(directory: str | Path = ".") -> GitState:
 
 def record_code(git: GitState, artifacts: ArtifactStore, run_id: str, code: CodeRead,
                 packages: Mapping[str, str]) -> CodeEntry | None:
-    """Store what checks the run's code out again (the diff, the untracked files among the
-    spec, what `code` reads and the modules imported so far, the lock: the installed
-    `packages`) and return its `code` entry; None outside git."""
+    """Store what checks the run's code out again (the diff, the untracked files among what
+    `code` reads and the modules imported so far, the lock: the installed `packages`) and
+    return its `code` entry; None outside git."""
     if git.commit is None or git.root is None:
         return None
     root = git.root
-    spec = [code.spec] if code.spec is not None else []
     untracked = {}
-    for path in untracked_files(root, [*spec, *code.reads], imported_modules()):
+    for path in untracked_files(root, code.reads, imported_modules()):
         untracked[path.as_posix()] = store_object(artifacts.objects, (root / path).read_bytes())
     if git.diff:
         artifacts.put_bytes(run_id, DIFF_ARTIFACT, git.diff)

@@ -100,9 +100,7 @@ def start_local_workers(study_name: str, count: int,
     the settings' database, home and artifact root, sharing the CPU cores between them (each
     gets `OMP_NUM_THREADS` = cores / count unless the environment sets it)."""
     threads = str(max(1, (os.cpu_count() or 1) // count))
-    env = {"OMP_NUM_THREADS": threads, **os.environ, "TRAINFORGE_HOME": str(settings.home),
-           "TRAINFORGE_DB": settings.database_url.get_secret_value(),
-           "TRAINFORGE_ARTIFACTS": settings.artifact_root}
+    env = {"OMP_NUM_THREADS": threads, **os.environ, **settings.as_env()}
     return [subprocess.Popen([sys.executable, "-m", "trainforge.tuning", study_name], env=env)
             for _ in range(count)]
 
