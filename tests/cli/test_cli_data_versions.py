@@ -98,8 +98,8 @@ def test_diff_names_the_columns_whose_schema_changed_or_values_drifted(tmp_path:
     assert old["number"] == "feed@1" and same["number"] == "feed@2"
     assert quiet == {"added": [], "removed": ["channel"], "retyped": [], "drifted": []}
     assert drifted.exit_code == 0, drifted.output
-    shift = re.search(r"columns: 'channel' added; 'amount' drifted \(wasserstein ([0-9.]+) > 0\.1\)",
-                      drifted.stdout)
+    shift = re.search(r"columns: 'channel' added; 'amount' drifted "
+                      r"\(wasserstein ([0-9.]+) > 0\.1\)", drifted.stdout)
     assert shift, drifted.stdout
-    assert 0.36 < float(shift.group(1)) < 0.44  # a shift of 6 over a spread of 15, read from sketches
+    assert 0.36 < float(shift.group(1)) < 0.44  # 6 over a spread of 15, read from sketches
     assert moved["number"] == "feed@3"

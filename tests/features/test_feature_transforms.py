@@ -49,6 +49,7 @@ def test_public_api() -> None:
         "compile_encoder",
         "numeric_values",
         "ranked_values",
+        "row_check_sample",
         "select_features",
     ]
 

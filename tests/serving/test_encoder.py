@@ -10,7 +10,7 @@ import pytest
 
 from trainforge.config import FeaturesSpec
 from trainforge.errors import FeatureMismatch
-from trainforge.features import FeaturePipeline, Standardize
+from trainforge.features import FeaturePipeline, ServedEncoder, Standardize, row_check_sample
 from trainforge.serving import FeatureError, check_served_features, compile_encoder
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -96,6 +96,42 @@ def test_the_golden_check_names_the_first_differing_row_and_feature(pipeline, mo
     with pytest.raises(FeatureMismatch, match=r"run run-1: the served feature encoder differs "
                                               r"from the training transform at golden row 8, "
                                               r"feature 'amount'"):
+        check_served_features(pipeline, golden, "run-1")
+
+
+def _one_rare_null(n: int, row: int) -> pd.DataFrame:
+    golden = _frame(n, 7)
+    filled = golden.assign(amount=golden["amount"].fillna(1.0), city=golden["city"].fillna("rome"),
+                           hour=golden["hour"].fillna(3.0))
+    filled.loc[row, "amount"] = np.nan
+    return filled
+
+
+def test_the_record_by_record_sample_holds_every_null_pattern_and_category_first(pipeline):
+    golden = _one_rare_null(5_000, 3_333)
+    encoder = compile_encoder(pipeline)
+
+    rows = row_check_sample(golden, encoder, limit=12)
+
+    cities = {golden["city"].iloc[i] for i in rows}
+    assert 3_333 in rows and cities == {"paris", "rome", "oslo", "lima"}
+    assert len(rows) == 12 and list(rows) == sorted(set(rows)) and rows[-1] == 4_999
+    assert list(row_check_sample(golden.head(5), encoder)) == [0, 1, 2, 3, 4]
+
+
+def test_a_record_by_record_difference_on_a_rare_row_names_that_golden_row(pipeline,
+                                                                           monkeypatch):
+    golden = _one_rare_null(20_000, 13_579)  # the sample is a tenth of it: row 13,580 by its nulls
+    real = ServedEncoder.encode_rows
+
+    def changed(self, records):  # the per-record path drifts on a null amount only
+        out = real(self, records)
+        return out + np.float32(1e-3) * np.isnan([[r["amount"] for r in records]]).T
+
+    monkeypatch.setattr(ServedEncoder, "encode_rows", changed)
+    with pytest.raises(FeatureMismatch, match=r"run run-1: the served feature encoder \(record by "
+                                              r"record\) differs from the training transform at "
+                                              r"golden row 13580, feature "):
         check_served_features(pipeline, golden, "run-1")
 
 

@@ -47,6 +47,25 @@ def test_the_cli_output_equals_the_in_process_scores(trained, scored, tmp_path):
     assert len(table["flags"]) == len(expected)
 
 
+def test_predict_imports_no_metrics_and_no_plotting(trained, scored, tmp_path):
+    """What keeps `predict` quick to start (benchmarks/cli_startup.py times it): scoring needs
+    the model and the feature encoder, not torchmetrics, scipy or matplotlib (1 to 2 s of
+    imports on their own)."""
+    source, expected = scored
+    probe = ("import sys\nfrom trainforge.cli import main\n"
+             "sys.argv = ['trainforge', *sys.argv[1:]]\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+             "print(sorted(m for m in ('torchmetrics', 'scipy', 'matplotlib', 'sklearn') "
+             "if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe, "predict", "fraud_detector",
+                             "--input", str(source), "--output", str(tmp_path / "out.parquet")],
+                            capture_output=True, text=True, env={**os.environ, **trained.env},
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]", result.stdout
+    assert pq.read_metadata(tmp_path / "out.parquet").num_rows == len(expected)
+
+
 def test_streamed_batches_with_torch_equal_the_in_process_batch_scores_exactly(trained, scored,
                                                                         tmp_path):
     source, _ = scored

@@ -20,6 +20,7 @@ from trainforge.tuning import (
     create_study,
     load_study,
     open_storage,
+    read_study,
     tune,
     work,
 )
@@ -80,6 +81,18 @@ def test_a_study_records_its_trials_as_nested_runs_and_its_findings_on_its_run(d
     names = home_artifacts().list_names(study_run.run_id)
     assert {f"tuning/{name}.png" for name in result.plots} <= set(names)
     assert {"optimization_history", "parallel_coordinate"} <= set(result.plots)
+
+
+    storage = open_storage(Settings.from_env().database_url.get_secret_value())
+    assert read_study(storage, "nested", store).importances == recorded["importances"]
+    store.set_tags(study_run.run_id, {"tuning": {**recorded, "importances": {"marker": 1.0}}})
+    assert read_study(storage, "nested", store).importances == {"marker": 1.0}  # read, not fitted
+    study, _ = load_study(storage, "nested")
+    done = study.trials[0]
+    study.add_trial(optuna.trial.create_trial(params=done.params, value=done.value,
+                                              distributions=done.distributions))
+    refitted = read_study(storage, "nested", store)  # a trial more than its run recorded
+    assert refitted.importances.keys() == set(best.params)
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-import yaml
 
 from trainforge.cli import _context, _render
 from trainforge.entities import PipelineRun, PipelineRunStatus
@@ -280,6 +279,8 @@ def dag(
 
 def _load_dag(spec: str) -> Dag:
     """The DAG of a standard pipeline spec (a YAML with `model:`), or of user steps."""
+    import yaml
+
     from trainforge.orchestration.user_pipelines import load_pipeline
 
     path = Path(spec)

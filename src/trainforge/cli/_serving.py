@@ -20,11 +20,11 @@ import typer
 from trainforge.cli import _context, _extras, _render
 from trainforge.errors import ArtifactError, DataError, ExportError, NotFound
 from trainforge.storage import Store
-from trainforge.storage.artifacts import ArtifactStore
 
 if TYPE_CHECKING:
     from trainforge.entities import ModelVersion
     from trainforge.serving import ServedVersion
+    from trainforge.storage.artifacts import ArtifactStore
 
 ModelName = Annotated[str, typer.Argument(help="The registered model's name.")]
 Runtime = Annotated[str, typer.Option(

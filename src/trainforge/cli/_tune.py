@@ -116,9 +116,9 @@ def tune_show(study: str, as_json: _render.JsonFlag = False) -> None:
     _extras.require_extra("trainforge tune show", "tune")
     from trainforge.tuning import open_storage, read_study
 
-    _context.existing_store()
+    runs = _context.existing_store()
     try:
-        summary = read_study(open_storage(_database()), study).to_json()
+        summary = read_study(open_storage(_database()), study, runs).to_json()
     except NotFound as exc:
         _render.fail(str(exc), 1)
     if as_json:

@@ -15,9 +15,7 @@ if TYPE_CHECKING:
     from trainforge.evaluate._evaluate import (
         EvalReport,
         evaluate_model,
-        outputs_to_scores,
         pick_threshold,
-        predict_scores,
         score_report,
     )
     from trainforge.evaluate._metrics import (
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
     )
     from trainforge.evaluate._names import METRICS_BY_TASK
     from trainforge.evaluate._plots import render_plots
+    from trainforge.evaluate._scores import outputs_to_scores, predict_scores
     from trainforge.evaluate._slices import SliceReport, slice_metrics
     from trainforge.evaluate._threshold import ThresholdChoice, choose_threshold
 
@@ -42,9 +41,9 @@ _EXPORTS = {
     "confusion_matrix": "trainforge.evaluate._metrics",
     "evaluate_model": "trainforge.evaluate._evaluate",
     "multiclass_metrics": "trainforge.evaluate._metrics",
-    "outputs_to_scores": "trainforge.evaluate._evaluate",
+    "outputs_to_scores": "trainforge.evaluate._scores",
     "pick_threshold": "trainforge.evaluate._evaluate",
-    "predict_scores": "trainforge.evaluate._evaluate",
+    "predict_scores": "trainforge.evaluate._scores",
     "regression_metrics": "trainforge.evaluate._metrics",
     "render_plots": "trainforge.evaluate._plots",
     "roc_auc": "trainforge.evaluate._metrics",

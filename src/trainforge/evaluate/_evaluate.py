@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from torch import nn
 
 from trainforge.config import EvaluationSpec
@@ -20,6 +19,7 @@ from trainforge.evaluate._metrics import (
     multiclass_metrics,
     regression_metrics,
 )
+from trainforge.evaluate._scores import predict_scores
 from trainforge.evaluate._slices import slice_metrics
 from trainforge.evaluate._threshold import ThresholdChoice, choose_threshold
 
@@ -69,33 +69,6 @@ class EvalReport:
         metrics = {k: float("nan") if v is None else v for k, v in data["metrics"].items()}
         return cls(data["split"], metrics, data["rows"], threshold, data.get("slices", {}),
                    data.get("slice_gaps", {}), data.get("confusion_matrix"))
-
-
-@torch.no_grad()
-def predict_scores(
-    model: nn.Module, features: np.ndarray, task: str, batch_size: int = 8192
-) -> np.ndarray:
-    """Probabilities (binary, multiclass) or predictions (regression), in eval mode."""
-    model.eval()
-    device = next(model.parameters()).device
-    outputs = []
-    for start in range(0, len(features), batch_size):
-        batch = torch.from_numpy(features[start : start + batch_size]).to(device)
-        outputs.append(outputs_to_scores(model(batch), task))
-    return np.concatenate(outputs)
-
-
-def outputs_to_scores(outputs: torch.Tensor, task: str) -> np.ndarray:
-    """Raw model outputs (rows, out) as scores: probabilities (binary: of the positive class;
-    multiclass: of each class) or predictions (regression)."""
-    outputs = outputs.detach().float()
-    if task == "binary":
-        outputs = torch.sigmoid(outputs.squeeze(-1))
-    elif task == "multiclass":
-        outputs = torch.softmax(outputs, dim=-1)
-    else:
-        outputs = outputs.squeeze(-1)
-    return outputs.cpu().numpy()
 
 
 def evaluate_model(

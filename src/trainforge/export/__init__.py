@@ -11,8 +11,14 @@ from typing import TYPE_CHECKING
 from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trainforge.export._bundle import read_contract, served_contract, training_profile
-    from trainforge.export._export import export_model, read_export_report, read_golden_set
+    from trainforge.export._bundle import (
+        read_contract,
+        read_export_report,
+        read_golden_set,
+        served_contract,
+        training_profile,
+    )
+    from trainforge.export._export import export_model
     from trainforge.export._formats import INPUT_NAME, ScoreHead, export_onnx, export_onnx_legacy
     from trainforge.export._report import (
         REPORT_ARTIFACT,
@@ -32,8 +38,8 @@ _EXPORTS = {
     "export_onnx_legacy": "trainforge.export._formats",
     "judge_variant": "trainforge.export._report",
     "read_contract": "trainforge.export._bundle",
-    "read_export_report": "trainforge.export._export",
-    "read_golden_set": "trainforge.export._export",
+    "read_export_report": "trainforge.export._bundle",
+    "read_golden_set": "trainforge.export._bundle",
     "served_contract": "trainforge.export._bundle",
     "training_profile": "trainforge.export._bundle",
 }

@@ -9,10 +9,14 @@ profile, both derived from a run's fitted feature pipeline, its golden set and i
   or the categories it learned (`categories`: the one-hot's kept values; anything else is
   encoded as `__other__`). Ranges are the golden set's (the test split's) merged with any
   min-max transform's training range, until the data issue's stored profile replaces them.
+
+Reading a run's bundle back (`read_golden_set`, `read_export_report`, `read_contract`) imports
+neither torch nor the metrics: `trainforge predict` and `serve` start on these.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -23,7 +27,28 @@ import yaml
 from pandas.api import types as ptypes
 
 from trainforge.errors import ArtifactError
+from trainforge.export._report import REPORT_ARTIFACT, ExportReport
+from trainforge.storage.artifacts import ArtifactStore
 from trainforge.validate import ColumnRule, SchemaContract, load_contract
+
+GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
+
+
+def read_golden_set(artifacts: ArtifactStore, run_id: str) -> pd.DataFrame:
+    """The run's golden set (its test split's raw records); ArtifactError naming the run."""
+    try:
+        data = artifacts.get_bytes(run_id, GOLDEN_SET_ARTIFACT)
+    except ArtifactError as exc:
+        raise ArtifactError(f"run {run_id}: no golden set {GOLDEN_SET_ARTIFACT} (runs "
+                            f"evaluated before it was kept cannot be exported): {exc}") from None
+    return pd.read_parquet(io.BytesIO(data))
+
+
+def read_export_report(artifacts: ArtifactStore, run_id: str) -> ExportReport | None:
+    """The run's export report, or None when it has not been exported."""
+    if REPORT_ARTIFACT not in artifacts.list_names(run_id):
+        return None
+    return ExportReport.from_dict(json.loads(artifacts.get_bytes(run_id, REPORT_ARTIFACT)))
 
 
 def input_columns(pipeline: Any) -> list[str]:

@@ -11,7 +11,6 @@ profile.json) and `export/report.json` last: a report names a complete bundle.
 
 from __future__ import annotations
 
-import io
 import statistics
 import tempfile
 import time
@@ -26,7 +25,12 @@ import torch
 from trainforge.entities import Run
 from trainforge.errors import ArtifactError, ExportError
 from trainforge.evaluate import predict_scores
-from trainforge.export._bundle import contract_yaml, served_contract, training_profile
+from trainforge.export._bundle import (
+    contract_yaml,
+    read_golden_set,
+    served_contract,
+    training_profile,
+)
 from trainforge.export._formats import (
     INPUT_NAME,
     ScoreHead,
@@ -40,7 +44,6 @@ from trainforge.storage.artifacts import ArtifactStore
 from trainforge.tracking import system_of
 from trainforge.train import StoredModel, load_stored_model
 
-GOLDEN_SET_ARTIFACT = "evaluation/test.parquet"
 LATENCY_BATCH = 256
 LATENCY_REPEATS = 30
 Scorer = Callable[[np.ndarray], np.ndarray]
@@ -105,25 +108,6 @@ def export_model(
         report = ExportReport(tuple(variants), len(features), metric)
         _store_bundle(artifacts, run, stored, golden, files, report)
     return report
-
-
-def read_golden_set(artifacts: ArtifactStore, run_id: str) -> pd.DataFrame:
-    """The run's golden set (its test split's raw records); ArtifactError naming the run."""
-    try:
-        data = artifacts.get_bytes(run_id, GOLDEN_SET_ARTIFACT)
-    except ArtifactError as exc:
-        raise ArtifactError(f"run {run_id}: no golden set {GOLDEN_SET_ARTIFACT} (runs "
-                            f"evaluated before it was kept cannot be exported): {exc}") from None
-    return pd.read_parquet(io.BytesIO(data))
-
-
-def read_export_report(artifacts: ArtifactStore, run_id: str) -> ExportReport | None:
-    """The run's export report, or None when it has not been exported."""
-    import json
-
-    if REPORT_ARTIFACT not in artifacts.list_names(run_id):
-        return None
-    return ExportReport.from_dict(json.loads(artifacts.get_bytes(run_id, REPORT_ARTIFACT)))
 
 
 def _judged(name: str, artifact: str, exporter: str, scores: np.ndarray,

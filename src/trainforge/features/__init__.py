@@ -13,6 +13,7 @@ from trainforge.features._encoder import (
     ServedEncoder,
     check_served_features,
     compile_encoder,
+    row_check_sample,
 )
 from trainforge.features._impute import Impute
 from trainforge.features._onehot import OneHot
@@ -35,5 +36,6 @@ __all__ = [
     "compile_encoder",
     "numeric_values",
     "ranked_values",
+    "row_check_sample",
     "select_features",
 ]

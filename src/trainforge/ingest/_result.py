@@ -7,12 +7,14 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from trainforge.entities import DataVersion
 from trainforge.ingest._sources import Compression, FileFormat
+
+if TYPE_CHECKING:  # `content_id` and `data_version_of` serve commands that load no table
+    import numpy as np
+    import pandas as pd
 
 
 def content_id(files: Iterable[tuple[str, str]]) -> str:
@@ -87,6 +89,8 @@ class IngestResult:
         """The same files read, without the rows `dropped` masks (quarantined ones): a fresh
         index, and `locate` still naming each kept row's place in its file. The data version
         is unchanged: it names the files read."""
+        import numpy as np
+
         kept = np.flatnonzero(~dropped)
         positions = kept if self.positions is None else self.positions[kept]
         frame = self.frame.iloc[kept].reset_index(drop=True)

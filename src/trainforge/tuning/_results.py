@@ -10,12 +10,13 @@ import logging
 import warnings
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from trainforge.storage import RunStore
 from trainforge.tracking import RunHandle
 from trainforge.tuning._space import decoded
 from trainforge.tuning._study import ERROR_ATTR, RUN_ID_ATTR, StudyContext, load_study
@@ -79,10 +80,23 @@ def summarize(study: optuna.Study, context: StudyContext, *,
                         states, found)
 
 
-def read_study(storage: optuna.storages.BaseStorage, name: str) -> StudySummary:
-    """The summary of the study `name` (`NotFound` if there is none), importances included."""
+def read_study(storage: optuna.storages.BaseStorage, name: str,
+               runs: RunStore | None = None) -> StudySummary:
+    """The summary of the study `name` (`NotFound` if there is none), importances included.
+
+    With `runs`, the importances the study's run recorded when its study ended are reused
+    while the study's trials per state are still those of then (a complete trial stays
+    complete, so the same counts mean the same complete trials): Optuna's evaluator fits a
+    random forest with scikit-learn, whose import alone takes a second or two."""
     study, context = load_study(storage, name)
-    return summarize(study, context, importances=True)
+    summary = summarize(study, context)
+    recorded = _recorded_importances(runs, summary) if runs is not None else None
+    if recorded is not None:
+        return replace(summary, importances=recorded)
+    complete = summary.states.get(TrialState.COMPLETE.name.lower(), 0)
+    if complete < MIN_TRIALS_FOR_IMPORTANCES:
+        return summary
+    return replace(summary, importances=_importances(study))
 
 
 def list_studies(storage: optuna.storages.BaseStorage) -> list[dict[str, Any]]:
@@ -137,6 +151,14 @@ def save_plots(run: RunHandle, study: optuna.Study) -> list[str]:
         run.put_artifact(f"tuning/{name}.png", buffer.getvalue())
         saved.append(name)
     return saved
+
+
+def _recorded_importances(runs: RunStore, summary: StudySummary) -> dict[str, float] | None:
+    recorded = runs.get_run(summary.study_run_id).tags.get("tuning")
+    if not isinstance(recorded, dict) or recorded.get("states") != summary.states:
+        return None
+    importances = recorded.get("importances")
+    return importances if isinstance(importances, dict) else None
 
 
 def _importances(study: optuna.Study) -> dict[str, float]:

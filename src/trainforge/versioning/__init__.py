@@ -13,14 +13,13 @@ from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trainforge.versioning._manifest import Manifest, ManifestEntry
+    from trainforge.versioning._names import version_label, version_names
     from trainforge.versioning._open import open_repository
     from trainforge.versioning._repository import (
         DataDiff,
         DataRepository,
         Snapshot,
         object_key,
-        version_label,
-        version_names,
     )
 
 _EXPORTS = {
@@ -31,8 +30,8 @@ _EXPORTS = {
     "Snapshot": "trainforge.versioning._repository",
     "object_key": "trainforge.versioning._repository",
     "open_repository": "trainforge.versioning._open",
-    "version_label": "trainforge.versioning._repository",
-    "version_names": "trainforge.versioning._repository",
+    "version_label": "trainforge.versioning._names",
+    "version_names": "trainforge.versioning._names",
 }
 
 __all__ = ["DataDiff", "DataRepository", "Manifest", "ManifestEntry", "Snapshot",

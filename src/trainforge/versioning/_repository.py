@@ -333,20 +333,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def version_names(versions: DataVersionStore, version_id: str) -> list[str]:
-    """How people name a data version: `NAME@NUMBER` for each name it is numbered under,
-    else its other tags (`NAME@TAG`); empty for a version only a run read."""
-    tags = versions.list_data_tags(version_id)
-    numbered = [f"{t.name}@{t.tag}" for t in tags if t.tag.isdigit()]
-    return numbered or [f"{t.name}@{t.tag}" for t in tags]
-
-
-def version_label(versions: DataVersionStore, version_id: str) -> str:
-    """A data version as messages name it: its names and its id's first 12 characters
-    (`fraud@3 1a2b3c4d5e6f`), never the whole 64-character id."""
-    return " ".join([*version_names(versions, version_id), version_id[:12]])
-
-
 def object_key(sha256: str) -> str:
     return f"{OBJECTS}/{sha256[:2]}/{sha256}"
 

@@ -11,11 +11,11 @@ See `ObjectStore` for the rules every implementation keeps.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
-from urllib.request import url2pathname
+from urllib.parse import unquote, urlsplit
 
 from trainforge.errors import ObjectStoreError
 from trainforge.storage.objects._base import (
@@ -62,4 +62,8 @@ def _file_uri_path(uri: str) -> Path:
         raise ObjectStoreError(
             f"object store location {uri!r}", "expected file:///<absolute path on this machine>"
         )
-    return Path(url2pathname(parts.path))
+    if os.name == "nt":  # drive letters: the standard library's rules
+        from urllib.request import url2pathname
+
+        return Path(url2pathname(parts.path))
+    return Path(unquote(parts.path))  # url2pathname on POSIX, without urllib.request's imports

@@ -15,13 +15,33 @@ written last as the commit marker. Loading verifies checksums first and never un
 Under FSDP a checkpoint can be sharded instead (`save_sharded` / `load_sharded`): each rank
 writes its own shards through `torch.distributed.checkpoint`, under the same manifest,
 checksums and retention, and a later job reads them at any world size (`_sharded.py`).
+
+Names are imported on first use (`trainforge._lazy`): listing, verifying and deleting
+checkpoints (`CheckpointManager.list`, `gc`, `select_deletions`) come without torch.
 """
 
-from trainforge.train.checkpoint._format import CheckpointInfo
-from trainforge.train.checkpoint._manager import CheckpointManager
-from trainforge.train.checkpoint._policy import is_due, select_deletions
-from trainforge.train.checkpoint._rng import capture_rng_state, restore_rng_state
-from trainforge.train.checkpoint._warnings import CheckpointWarning
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainforge._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trainforge.train.checkpoint._format import CheckpointInfo
+    from trainforge.train.checkpoint._manager import CheckpointManager
+    from trainforge.train.checkpoint._policy import is_due, select_deletions
+    from trainforge.train.checkpoint._rng import capture_rng_state, restore_rng_state
+    from trainforge.train.checkpoint._warnings import CheckpointWarning
+
+_EXPORTS = {
+    "CheckpointInfo": "trainforge.train.checkpoint._format",
+    "CheckpointManager": "trainforge.train.checkpoint._manager",
+    "CheckpointWarning": "trainforge.train.checkpoint._warnings",
+    "capture_rng_state": "trainforge.train.checkpoint._rng",
+    "is_due": "trainforge.train.checkpoint._policy",
+    "restore_rng_state": "trainforge.train.checkpoint._rng",
+    "select_deletions": "trainforge.train.checkpoint._policy",
+}
 
 __all__ = [
     "CheckpointInfo",
@@ -32,3 +52,5 @@ __all__ = [
     "restore_rng_state",
     "select_deletions",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

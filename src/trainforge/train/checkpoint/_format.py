@@ -26,16 +26,20 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, ValidationError
 
 from trainforge.errors import CheckpointError
 from trainforge.train.checkpoint._checksum import CHUNK_BYTES, DEFAULT_HASH, ChunkedHasher, checksum
-from trainforge.train.checkpoint._codec import decode
 from trainforge.train.checkpoint._sharded import FileEntry, is_shard_file, shard_rank
 from trainforge.train.checkpoint._storage import Check, Storage
+
+# torch only where tensors are handled (the codec imports it): listing and verifying
+# checkpoints import none
+if TYPE_CHECKING:
+    import torch
 
 FORMAT = "trainforge-checkpoint"
 FORMAT_VERSION = 1
@@ -43,13 +47,6 @@ SHARDED_FORMAT_VERSION = 2
 MANIFEST = "MANIFEST.json"
 TENSORS = "tensors.safetensors"
 STATE = "state.json"
-_DTYPES = {
-    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-    torch.uint64: "U64", torch.uint32: "U32", torch.uint16: "U16", torch.uint8: "U8",
-    torch.bool: "BOOL", torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2",
-    torch.complex64: "C64",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -190,6 +187,8 @@ def load_checkpoint(storage: Storage, name: str) -> tuple[Any, CheckpointInfo]:
     Each file's size and checksum are checked against the manifest before it is parsed; the
     state's tensors are CPU tensors in memory of their own.
     """
+    from trainforge.train.checkpoint._codec import decode
+
     manifest = _read_manifest(storage, name)
     state_bytes = storage.read(f"{name}/{STATE}")
     _checker(storage, name, STATE, manifest)(state_bytes)
@@ -359,12 +358,13 @@ def _safetensors_chunks(tensors: Mapping[str, torch.Tensor]) -> Iterator[memoryv
     header: dict[str, Any] = {}
     views = []
     offset = 0
+    dtypes = _dtypes()
     for key, tensor in tensors.items():
-        if tensor.dtype not in _DTYPES:
+        if tensor.dtype not in dtypes:
             raise CheckpointError(f"tensor {key!r}: dtype {tensor.dtype} cannot be saved")
         view = _raw_bytes(tensor)
         header[key] = {
-            "dtype": _DTYPES[tensor.dtype],
+            "dtype": dtypes[tensor.dtype],
             "shape": list(tensor.shape),
             "data_offsets": [offset, offset + view.nbytes],
         }
@@ -377,8 +377,24 @@ def _safetensors_chunks(tensors: Mapping[str, torch.Tensor]) -> Iterator[memoryv
     yield from views
 
 
+@cache
+def _dtypes() -> dict[torch.dtype, str]:
+    """The safetensors name of each dtype a checkpoint can hold."""
+    import torch
+
+    return {
+        torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+        torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+        torch.uint64: "U64", torch.uint32: "U32", torch.uint16: "U16", torch.uint8: "U8",
+        torch.bool: "BOOL", torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2",
+        torch.complex64: "C64",
+    }  # fmt: skip
+
+
 def _raw_bytes(tensor: torch.Tensor) -> memoryview:
     """The memory of a contiguous CPU tensor, without a copy."""
+    import torch
+
     if tensor.numel() == 0:
         return memoryview(b"")
     return tensor.reshape(-1).view(torch.uint8).numpy().data

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from trainforge.config import CheckpointSpec
 from trainforge.errors import CheckpointError
-from trainforge.train.checkpoint._codec import encode
 from trainforge.train.checkpoint._format import (
     MANIFEST,
     CheckpointInfo,
@@ -189,6 +188,9 @@ class CheckpointManager:
         `CheckpointError` here, naming its path. Asynchronous: returns once the state is copied;
         the state may then change freely. Blocking: returns once the checkpoint is committed.
         """
+        # the codec imports torch: only saving encodes a state; listing and pruning import none
+        from trainforge.train.checkpoint._codec import encode
+
         self._collect()
         if not isinstance(state, Mapping):
             raise CheckpointError(f"checkpoint state must be a mapping, got {type(state)}")
@@ -223,6 +225,8 @@ class CheckpointManager:
         checkpoint commits when every rank's shards are written and checksummed.
         """
         import torch.distributed as dist
+
+        from trainforge.train.checkpoint._codec import encode
 
         self._collect()
         leader = dist.get_rank(group) == 0
@@ -281,6 +285,8 @@ class CheckpointManager:
         ones. Returns at once; does nothing when saves are blocking."""
         if not self.policy.async_save:
             return
+        from trainforge.train.checkpoint._codec import encode
+
         _, tensors = encode(state)
         pinned = any(t.device.type == "cuda" for t in tensors.values())
         self._arena.reserve(int(state_nbytes(tensors) * (1 + headroom)), pinned)

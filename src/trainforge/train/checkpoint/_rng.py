@@ -12,21 +12,23 @@ import random
 import warnings
 from typing import Any
 
-import numpy as np
-import torch
-
 from trainforge.train.checkpoint._warnings import CheckpointWarning
 
 
 def capture_rng_state() -> dict[str, Any]:
     """The state of every global generator, as a mapping a checkpoint can hold.
 
+    >>> import torch
     >>> state = capture_rng_state()
     >>> first = torch.rand(3)
     >>> restore_rng_state(state)
     >>> torch.equal(torch.rand(3), first)
     True
     """
+    # torch and NumPy only where generators are read or set: listing checkpoints imports none
+    import numpy as np
+    import torch
+
     state: dict[str, Any] = {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
@@ -43,6 +45,9 @@ def restore_rng_state(state: dict[str, Any]) -> None:
     CUDA states are restored for the devices present; a `CheckpointWarning` says when the saved
     device count differs from this machine's (the missing or extra devices are not restored).
     """
+    import numpy as np
+    import torch
+
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])

@@ -19,13 +19,15 @@ unlike the full layout a sharded checkpoint is only as trustworthy as its storag
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import torch.distributed as dist
+from typing import TYPE_CHECKING, Any
 
 from trainforge.errors import CheckpointError
 from trainforge.train.checkpoint._checksum import CHUNK_BYTES, DEFAULT_HASH, checksum
 from trainforge.train.checkpoint._storage import Check, Storage
+
+# torch only in the collectives: listing and verifying checkpoints (shard names) import none
+if TYPE_CHECKING:
+    import torch.distributed as dist
 
 DCP_METADATA = ".metadata"
 FileEntry = tuple[int, str]  # size, checksum (DEFAULT_HASH, CHUNK_BYTES)
@@ -49,6 +51,8 @@ def save_shards(
 ) -> dict[str, FileEntry]:
     """Write this rank's shards of `state` into folder `name` and return every rank's files
     (size and checksum, DCP's metadata included), on every rank."""
+    import torch.distributed as dist
+
     rank = dist.get_rank(group)
     try:
         import torch.distributed.checkpoint as dcp  # 0.6 s of imports: only when sharded
@@ -78,6 +82,8 @@ def verify_shards(
 ) -> None:
     """Read and check every file of folder `name` that `checks` names (rank r the files
     r, r + W, ... in name order); `CheckpointError` on every rank, naming each bad file."""
+    import torch.distributed as dist
+
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     problems = []
     for file in sorted(checks)[rank::world]:
@@ -109,6 +115,8 @@ def _entry(storage: Storage, path: str) -> FileEntry:
 
 
 def _gather(value: Any, group: dist.ProcessGroup) -> list[Any]:
+    import torch.distributed as dist
+
     reports: list[Any] = [None] * dist.get_world_size(group)
     dist.all_gather_object(reports, value, group=group)
     return reports

@@ -7,9 +7,12 @@ import os
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
+# torch and NumPy only where tensors are copied: a manager that lists checkpoints imports none
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
 _ALIGN = 64  # bytes; keeps every view aligned for any dtype and for vectorised copies
 _HUGE_PAGE = 2 << 20
@@ -49,6 +52,8 @@ class SnapshotArena:
 
     def copy(self, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Contiguous CPU copies of `tensors`, complete when this returns (views of the block)."""
+        import torch
+
         offsets, total = _layout(tensors)
         pinned = any(t.device.type == "cuda" for t in tensors.values())
         self._wait_reserved()
@@ -111,6 +116,8 @@ def _is_plain(tensor: torch.Tensor) -> bool:
 
 
 def _bytes_of(tensor: torch.Tensor) -> np.ndarray:
+    import torch
+
     return tensor.reshape(-1).view(torch.uint8).numpy()
 
 
@@ -120,6 +127,8 @@ def _copy_in_parallel(pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
     Pieces go to whichever thread is free, so one thread slowed by other work on the machine
     does not hold the rest back (torch's own parallel copy waits for its slowest thread).
     """
+    import numpy as np
+
     pieces = [
         (dst[i : i + _PIECE], src[i : i + _PIECE])
         for dst, src in pairs
@@ -145,6 +154,8 @@ def _layout(tensors: Mapping[str, torch.Tensor]) -> tuple[dict[str, int], int]:
 
 
 def _allocate(size: int, pinned: bool) -> torch.Tensor:
+    import torch
+
     size = max(-(-size // _HUGE_PAGE) * _HUGE_PAGE, _HUGE_PAGE)
     if pinned:
         return torch.empty(size, dtype=torch.uint8, pin_memory=True)

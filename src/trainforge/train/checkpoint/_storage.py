@@ -33,14 +33,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
 from safetensors import SafetensorError
-from safetensors.torch import load, load_file
 
 from trainforge.errors import CheckpointError, ObjectStoreError
 from trainforge.storage.objects import ObjectStore, open_object_store
 
-if TYPE_CHECKING:  # imported where used: DCP pulls in torch's tensor stack (0.6 s)
+# torch is imported where tensors are read: listing and verifying checkpoints import none
+# (and DCP, 0.6 s more of torch's tensor stack, only for sharded checkpoints)
+if TYPE_CHECKING:
+    import torch
     from torch.distributed.checkpoint import StorageReader, StorageWriter
 
 Check = Callable[[memoryview | bytes], None]
@@ -130,6 +131,8 @@ class Storage:
 
     def read_tensors(self, path: str, check: Check) -> dict[str, torch.Tensor]:
         """Call `check(file bytes)`, then deserialize the safetensors file."""
+        from safetensors.torch import load, load_file
+
         with self._errors(path):
             local = self.objects.local_path(path)
         if local is None:
