@@ -82,6 +82,7 @@ def main() -> None:
     baseline = statistics.median(wall["python -c pass"])
     figures = {name: _figures(wall[name], cpu[name], baseline)
                for name in commands if name != "python -c pass"}
+    goals = {name: c.goal_s for name, c in commands.items() if c.goal_s is not None}
     report = {
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "load_average_before": load_before, "load_average_after": os.getloadavg()},
@@ -90,9 +91,8 @@ def main() -> None:
         "baseline_median_s": round(baseline, 4),
         "baseline_cpu_median_s": round(statistics.median(cpu["python -c pass"]), 4),
         "commands": figures,
-        "goals": {f"{name} under {commands[name].goal_s} s":
-                  figures[name]["median_s"] < commands[name].goal_s
-                  for name in figures if commands[name].goal_s is not None},
+        "goals": {f"{name} under {goal} s": figures[name]["median_s"] < goal
+                  for name, goal in goals.items()},
     }
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")
