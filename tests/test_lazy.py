@@ -11,9 +11,9 @@ import trainforge
 
 LAZY_PACKAGES = ["trainforge", "trainforge.config", "trainforge.evaluate", "trainforge.export",
                  "trainforge.ingest", "trainforge.models", "trainforge.profiles",
-                 "trainforge.serving", "trainforge.pipeline", "trainforge.storage",
-                 "trainforge.tracking", "trainforge.train", "trainforge.train.checkpoint",
-                 "trainforge.tuning", "trainforge.validate"]
+                 "trainforge.server", "trainforge.serving", "trainforge.pipeline",
+                 "trainforge.storage", "trainforge.tracking", "trainforge.train",
+                 "trainforge.train.checkpoint", "trainforge.tuning", "trainforge.validate"]
 
 
 @pytest.mark.parametrize("name", LAZY_PACKAGES)

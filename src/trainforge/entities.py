@@ -330,3 +330,49 @@ class StepRun:
     cache_parts: dict[str, Any]
     outputs: dict[str, Any]
     cached_from: int | None
+
+
+class Role(str, enum.Enum):
+    """What a user or token may do on `trainforge server`, each role all the one before it
+    may: `viewer` reads, `editor` also writes runs and moves model stages, `admin` also
+    manages users and tokens."""
+
+    VIEWER = "viewer"
+    EDITOR = "editor"
+    ADMIN = "admin"
+
+    @property
+    def rank(self) -> int:
+        return list(Role).index(self)
+
+    def allows(self, needed: Role) -> bool:
+        """Whether this role may do what `needed` may."""
+        return self.rank >= needed.rank
+
+
+@dataclass(frozen=True)
+class User:
+    """Someone (or a service: CI, a worker) the server knows, with the most a token of theirs
+    may do."""
+
+    name: str
+    role: Role
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """An API token of `user`: `token_id` is the public part a request's token starts with,
+    `secret_hash` the SHA-256 of its secret (the secret itself is shown once, never stored);
+    `role` at most the user's; it stops working at `expires_at` (None: never) or once
+    revoked."""
+
+    token_id: str
+    user: str
+    role: Role
+    secret_hash: str
+    description: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None

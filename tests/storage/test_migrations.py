@@ -15,7 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from trainforge.entities import MetricPoint, ModelStage, RunStatus
+from trainforge.entities import MetricPoint, ModelStage, Role, RunStatus
 from trainforge.storage import SqlStore, all_items, db
 from trainforge.storage.tables import Base
 
@@ -24,10 +24,12 @@ TUNING_TABLES = {"tuning_journal", "tuning_heartbeats"}
 DATA_TABLES = {"data_tags", "data_profiles"}
 PIPELINE_RUN_TABLES = {"pipeline_runs", "step_runs"}
 OUTBOX_TABLES = {"outbox_events", "event_deliveries"}
-SINCE_0004 = REGISTRY_TABLES | TUNING_TABLES | DATA_TABLES | PIPELINE_RUN_TABLES | OUTBOX_TABLES
+AUTH_TABLES = {"users", "api_tokens"}
+SINCE_0004 = (REGISTRY_TABLES | TUNING_TABLES | DATA_TABLES | PIPELINE_RUN_TABLES | OUTBOX_TABLES
+              | AUTH_TABLES)
 TABLES = {"pipelines", "experiments", "runs", "metrics", "data_versions", "model_versions",
           "run_metrics", "metric_batches", "checkpoints", *REGISTRY_TABLES, *TUNING_TABLES,
-          *DATA_TABLES, *PIPELINE_RUN_TABLES, *OUTBOX_TABLES}
+          *DATA_TABLES, *PIPELINE_RUN_TABLES, *OUTBOX_TABLES, *AUTH_TABLES}
 # A database saved at revision 0001 (made by upgrading an empty file to "0001", then inserting
 # one experiment, data version, run with summary metrics, six metric points and a model version).
 SAVED_0001 = Path(__file__).parent / "data" / "trainforge-0001.db"
@@ -219,30 +221,32 @@ def test_downgrade_to_0004_drops_the_registry_tables_and_columns(db_url: str) ->
 def test_downgrade_to_0005_drops_only_the_tuning_tables(db_url: str) -> None:
     _downgraded(db_url, "0005")
     assert _revision_and_tables(db_url) == (
-        "0005", TABLES - TUNING_TABLES - DATA_TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
+        "0005", TABLES - TUNING_TABLES - DATA_TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES
+        - AUTH_TABLES)
 
 
 def test_downgrade_to_0006_drops_only_the_data_tags_and_profiles(db_url: str) -> None:
     _downgraded(db_url, "0006")
     assert _revision_and_tables(db_url) == (
-        "0006", TABLES - DATA_TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
+        "0006", TABLES - DATA_TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES - AUTH_TABLES)
 
 
 def test_downgrade_to_0007_drops_only_the_data_profiles(db_url: str) -> None:
     _downgraded(db_url, "0007")
     assert _revision_and_tables(db_url) == (
-        "0007", TABLES - {"data_profiles"} - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
+        "0007", TABLES - {"data_profiles"} - PIPELINE_RUN_TABLES - OUTBOX_TABLES - AUTH_TABLES)
 
 
 def test_downgrade_to_0008_drops_only_the_pipeline_and_step_runs(db_url: str) -> None:
     _downgraded(db_url, "0008")
-    assert _revision_and_tables(db_url) == ("0008", TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES)
+    assert _revision_and_tables(db_url) == (
+        "0008", TABLES - PIPELINE_RUN_TABLES - OUTBOX_TABLES - AUTH_TABLES)
 
 
 def test_downgrade_to_0009_drops_only_the_outbox(db_url: str) -> None:
     columns, _ = _downgraded(db_url, "0009", "webhook_deliveries")
     assert "event_delivery_id" not in columns
-    assert _revision_and_tables(db_url) == ("0009", TABLES - OUTBOX_TABLES)
+    assert _revision_and_tables(db_url) == ("0009", TABLES - OUTBOX_TABLES - AUTH_TABLES)
 
 
 def test_a_database_at_0010_upgrades_recording_each_runs_data_entry(db_url: str) -> None:
@@ -283,6 +287,34 @@ def test_a_database_at_0010_upgrades_recording_each_runs_data_entry(db_url: str)
         assert store.get_run("r4").system == {"data": {"contract": None, "target": "kept"}}
     finally:
         store.close()
+
+
+def test_downgrade_to_0011_drops_only_the_users_and_tokens(db_url: str) -> None:
+    _downgraded(db_url, "0011")
+    assert _revision_and_tables(db_url) == ("0011", TABLES - AUTH_TABLES)
+
+
+def test_a_database_at_0011_upgrades_to_users_and_tokens(db_url: str) -> None:
+    """Users and tokens start empty in a database made before them; its runs stay."""
+    _at_revision(db_url, "0011")
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO experiments (experiment_id, name, description, owner, created_at) "
+                "VALUES ('e1', 'fraud', '', '', '2026-03-01 10:00:00')"))
+    finally:
+        engine.dispose()
+    store = SqlStore(db_url)
+    try:
+        assert store.list_users().items == () and store.list_tokens().items == ()
+        store.add_user("ann", Role.ADMIN)
+        token = store.add_token("t1", "ann", Role.VIEWER, "0" * 64, "ci", None)
+        assert store.get_token("t1") == token
+        assert [e.name for e in store.list_experiments().items] == ["fraud"]
+    finally:
+        store.close()
+    assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
 
 
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:

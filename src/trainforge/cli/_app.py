@@ -26,6 +26,7 @@ from trainforge.cli import (
     _render,
     _reproduce,
     _runs,
+    _server,
     _serving,
     _tune,
     _webhooks,
@@ -67,6 +68,12 @@ app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(pbt_app, name="pbt")
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(_tune.tune_app, name="tune")
+users_app = typer.Typer(no_args_is_help=True, help="The users `trainforge server` knows.")
+tokens_app = typer.Typer(no_args_is_help=True,
+                         help="API tokens of `trainforge server`: create (shown once), list, "
+                         "revoke.")
+app.add_typer(users_app, name="users")
+app.add_typer(tokens_app, name="tokens")
 app.add_typer(_data.data_app, name="data")
 app.command("tune-worker")(_tune.tune_worker)
 app.add_typer(_pipelines.pipeline_app, name="pipeline")
@@ -250,6 +257,13 @@ webhooks_app.command("redeliver")(_webhooks.webhooks_redeliver)
 app.command("export")(_serving.export)
 app.command("serve")(_serving.serve)
 app.command("predict")(_serving.predict)
+app.command("server")(_server.server)
+users_app.command("add")(_server.users_add)
+users_app.command("set-role")(_server.users_set_role)
+users_app.command("list")(_server.users_list)
+tokens_app.command("create")(_server.tokens_create)
+tokens_app.command("list")(_server.tokens_list)
+tokens_app.command("revoke")(_server.tokens_revoke)
 
 
 @runs_app.command("show")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from trainforge._lazy import lazy_exports
 from trainforge.storage.contracts import (
+    AuthStore,
     CheckpointStore,
     DataVersionStore,
     ExperimentStore,
@@ -45,6 +46,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AuthStore",
     "CheckpointStore",
     "DataVersionStore",
     "ExperimentStore",

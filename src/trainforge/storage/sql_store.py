@@ -19,7 +19,8 @@ beyond them:
   (`sql_base`: engine, sessions, failures as `StoreUnavailable`): metrics, checkpoints, data
   versions, pipeline runs, the registry (a stage change locks its model's version rows and
   checks the state it was decided on, so of concurrent changes one wins and the others raise
-  `Conflict`) and the outbox; this module holds experiments, pipelines and runs;
+  `Conflict`), the outbox, and users and API tokens (`sql_auth`); this module holds
+  experiments, pipelines and runs;
 - a metric value of NaN is stored as NULL; in a checkpoint's metrics, NaN and infinities are
   stored as JSON null, as in a model version's;
 - pages are keyset queries (`sql_pages`): each fetches one row more than it returns, and its
@@ -44,6 +45,7 @@ from trainforge.storage.contracts import DEFAULT_LIMIT, Page
 from trainforge.storage.cursors import Listing
 from trainforge.storage.query import parse_filter, parse_sort
 from trainforge.storage.records import to_experiment, to_pipeline, to_run
+from trainforge.storage.sql_auth import SqlAuthStore
 from trainforge.storage.sql_base import get_row, new_id, require_run
 from trainforge.storage.sql_checkpoints import SqlCheckpointStore
 from trainforge.storage.sql_data_versions import SqlDataVersionStore
@@ -68,7 +70,7 @@ _BY_NAME = (OrderKey(ExperimentRow.name, (str,)),)
 
 
 class SqlStore(SqlMetricStore, SqlCheckpointStore, SqlDataVersionStore, SqlPipelineRunStore,
-               SqlRegistryStore, SqlOutbox):
+               SqlRegistryStore, SqlOutbox, SqlAuthStore):
     """The store on SQLite or PostgreSQL; safe to share between threads. This class holds the
     experiments, pipelines and runs; each other area's methods come from its own class (see
     `sql_base`), all over one `SqlBase`."""

@@ -5,7 +5,7 @@ Rules every table follows:
   SQLite, which stores them naive;
 - JSON columns are JSONB on PostgreSQL and JSON text on SQLite, and always hold plain
   dicts / lists;
-- enums (`RunStatus`, `ModelStage`) are stored as their string value;
+- enums (`RunStatus`, `ModelStage`, `Role`) are stored as their string value;
 - these rows never leave `trainforge.storage`: the store converts them to `trainforge.entities`.
 
 A change here needs a new revision in `migrations/versions/`; `tests/storage/test_migrations.py`
@@ -459,3 +459,34 @@ class TuningHeartbeatRow(Base):
 
     trial_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     heartbeat_at: Mapped[datetime]
+
+
+class UserRow(Base):
+    """A user of `trainforge server` and the most a token of theirs may do (`Role`'s value)."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiTokenRow(Base):
+    """An API token of a user. `secret_hash` is the SHA-256 (hex) of its secret; the secret
+    itself is never stored. `expires_at` NULL: it never expires; `revoked_at` NULL: not
+    revoked; `last_used_at` NULL: never used. Indexed by (user, created_at, token_id): the
+    order a user's tokens are listed in."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (Index("ix_api_tokens_user_created_at_token_id", "user", "created_at",
+                            "token_id"),)
+
+    token_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user: Mapped[str] = mapped_column(ForeignKey("users.name"))
+    role: Mapped[str] = mapped_column(String(16))
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]

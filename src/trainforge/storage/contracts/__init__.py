@@ -9,6 +9,7 @@
     WebhookStore      webhook subscriptions and the log of their deliveries
     OutboxStore       events written with what they announce, and their deliveries' state
     PipelineRunStore  pipeline runs and the attempts of their steps (the runner's state)
+    AuthStore         the server's users and their API tokens
     Store             all of them, plus `close()`: what `open_store(url)` returns
 
 A function takes the narrowest of these it needs (`RunCheckpointStore` and `RunRecordStore`
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from trainforge.storage.contracts._auth import AuthStore
 from trainforge.storage.contracts._data import DataVersionStore, PipelineRunStore, StepOutputs
 from trainforge.storage.contracts._pages import DEFAULT_LIMIT, HISTORY_LIMIT, Page, all_items
 from trainforge.storage.contracts._registry import OutboxStore, RegistryStore, WebhookStore
@@ -69,7 +71,7 @@ class RegistryEventStore(RegistryStore, WebhookStore, Protocol):
 
 class Store(
     ExperimentStore, RunStore, MetricStore, CheckpointStore, DataVersionStore, RegistryStore,
-    WebhookStore, OutboxStore, PipelineRunStore, Protocol,
+    WebhookStore, OutboxStore, PipelineRunStore, AuthStore, Protocol,
 ):
     """Every area of the store; `open_store(url)` returns one.
 
@@ -81,6 +83,7 @@ class Store(
 
 
 __all__ = [
+    "AuthStore",
     "CheckpointStore",
     "DEFAULT_LIMIT",
     "DataVersionStore",

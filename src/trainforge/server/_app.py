@@ -1,0 +1,93 @@
+"""The team server's app (FastAPI): the REST API over a `Session`'s store, behind tokens.
+
+Rules:
+- Every route has a permission decision (`_auth`); the app is not built otherwise. `/health`
+  is the one route without a token; `/openapi.json` needs a viewer's (there is no `/docs`
+  page: FastAPI's loads its scripts from a CDN, and the server works offline).
+- A request with a body must say `Content-Type: application/json` (415 otherwise: a
+  cross-origin `text/plain` form post is refused) and give its `Content-Length` (411), at most
+  `MAX_BODY_BYTES` (413); these are answered before the token is looked at.
+- Errors are JSON `{"detail": ...}`: a missing record 404, a colliding write 409, a bad query,
+  cursor or limit 400, a refused promotion 422 with the gate report (`{"detail": message,
+  "gate_report": [...]}`), a move the stages do not allow 422. Anything else is 500 and
+  logged, never shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response
+
+from trainforge.errors import Conflict, GatesFailed, NotFound, PromotionError, QueryError
+from trainforge.server._auth import PUBLIC, VIEWER, check_every_route_decided, install_auth
+from trainforge.server._routes import add_api_routes
+from trainforge.server._schemas import Health
+from trainforge.session import Session
+
+MAX_BODY_BYTES = 1024 * 1024
+_BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+def create_server_app(session: Session) -> FastAPI:
+    """The server's app over `session` (its store holds the users and tokens)."""
+    app = FastAPI(title="trainforge", version="1", openapi_url=None, docs_url=None,
+                  redoc_url=None)
+    app.state.session = session
+    install_auth(app, session.store)
+
+    @app.get("/health", dependencies=[Depends(PUBLIC)])
+    def health() -> Health:
+        return Health(status="ok")
+
+    @app.get("/openapi.json", dependencies=[Depends(VIEWER)], include_in_schema=False)
+    def openapi() -> dict[str, Any]:
+        return get_openapi(title=app.title, version=app.version, routes=app.routes)
+
+    add_api_routes(app)
+    app.middleware("http")(_json_bodies_only)
+    _answer_errors(app)
+    check_every_route_decided(app)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app over a session of the environment's settings: what each process of
+    `trainforge server --workers N` builds."""
+    return create_server_app(Session.open())
+
+
+async def _json_bodies_only(request: Request,
+                            call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    if request.method in _BODY_METHODS:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":
+            return JSONResponse({"detail": "the body must be JSON (Content-Type: "
+                                           "application/json)"}, 415)
+        length = request.headers.get("content-length")
+        if length is None or not length.isdigit():
+            return JSONResponse({"detail": "a body needs a Content-Length"}, 411)
+        if int(length) > MAX_BODY_BYTES:
+            return JSONResponse({"detail": f"the body is over {MAX_BODY_BYTES} bytes"}, 413)
+    return await call_next(request)
+
+
+def _answer_errors(app: FastAPI) -> None:
+    def answer(status: int) -> Callable[[Request, Exception], Response]:
+        def handle(request: Request, exc: Exception) -> Response:
+            return JSONResponse({"detail": str(exc)}, status)
+        return handle
+
+    def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, GatesFailed)
+        return JSONResponse({"detail": str(exc), "gate_report": exc.report}, 422)
+
+    app.add_exception_handler(NotFound, answer(404))
+    app.add_exception_handler(Conflict, answer(409))
+    app.add_exception_handler(QueryError, answer(400))
+    app.add_exception_handler(ValueError, answer(400))
+    app.add_exception_handler(GatesFailed, refused)
+    app.add_exception_handler(PromotionError, answer(422))

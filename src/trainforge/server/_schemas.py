@@ -1,0 +1,133 @@
+"""What the API answers and takes: models of their own, built field by field from the store's
+records, never the records themselves, so a field added to a record (a `system` entry, a
+secret) reaches no client until a schema names it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainforge.entities import Experiment, ModelStage, ModelVersion, Run, StageChange
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Health(_Answer):
+    status: str
+
+
+class WhoAmI(_Answer):
+    user: str
+    role: str
+    token_id: str
+
+
+class ExperimentOut(_Answer):
+    experiment_id: str
+    name: str
+    description: str
+
+    @classmethod
+    def of(cls, experiment: Experiment) -> ExperimentOut:
+        return cls(experiment_id=experiment.experiment_id, name=experiment.name,
+                   description=experiment.description)
+
+
+class RunOut(_Answer):
+    run_id: str
+    experiment_id: str
+    status: str
+    params: dict[str, Any]
+    metrics: dict[str, float | None] = Field(description="the latest value of each metric "
+                                                         "(NaN as null)")
+    tags: dict[str, Any]
+    started_at: datetime
+    ended_at: datetime | None
+    duration_s: float | None
+    git_commit: str | None
+    data_version_id: str | None
+    parent_run_id: str | None
+    error: str | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunOut:
+        return cls(run_id=run.run_id, experiment_id=run.experiment_id, status=run.status.value,
+                   params=run.params, metrics={k: None if v != v else v
+                                               for k, v in run.metrics.items()},
+                   tags=run.tags, started_at=run.started_at, ended_at=run.ended_at,
+                   duration_s=run.duration_s, git_commit=run.git_commit,
+                   data_version_id=run.data_version_id, parent_run_id=run.parent_run_id,
+                   error=run.error)
+
+
+class ModelVersionOut(_Answer):
+    name: str
+    version: str
+    stage: str
+    run_id: str
+    created_at: datetime
+    metrics: dict[str, float | None]
+    data_version_id: str | None
+    git_commit: str | None
+
+    @classmethod
+    def of(cls, version: ModelVersion) -> ModelVersionOut:
+        return cls(name=version.model_name, version=version.version, stage=version.stage.value,
+                   run_id=version.run_id, created_at=version.created_at,
+                   metrics={k: None if v != v else v for k, v in version.metrics.items()},
+                   data_version_id=version.data_version_id, git_commit=version.git_commit)
+
+
+class StageRequest(BaseModel):
+    """The body of `PUT /api/v1/models/{name}/versions/{version}/stage`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stage: ModelStage
+    reason: str = Field("", max_length=2000)
+    force: bool = Field(False, description="promote past failed gates (needs a reason)")
+
+
+class StageChangeOut(_Answer):
+    name: str
+    version: str
+    from_stage: str | None
+    to_stage: str
+    outcome: str
+    forced: bool
+    user: str
+    reason: str
+    gate_report: list[dict[str, Any]]
+    created_at: datetime
+    replaced: str | None = Field(None, description="the version moved out of the stage")
+
+    @classmethod
+    def of(cls, change: StageChange, replaced: str | None = None) -> StageChangeOut:
+        return cls(name=change.model_name, version=change.version,
+                   from_stage=change.from_stage.value if change.from_stage else None,
+                   to_stage=change.to_stage.value, outcome=change.outcome.value,
+                   forced=change.forced, user=change.user, reason=change.reason,
+                   gate_report=list(change.gate_report), created_at=change.created_at,
+                   replaced=replaced)
+
+
+class Listing(_Answer):
+    """One page of a listing; `next_cursor` fetches the next (null on the last)."""
+
+    next_cursor: str | None
+
+
+class ExperimentPage(Listing):
+    items: list[ExperimentOut]
+
+
+class RunPage(Listing):
+    items: list[RunOut]
+
+
+class ModelVersionPage(Listing):
+    items: list[ModelVersionOut]

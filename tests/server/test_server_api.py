@@ -1,0 +1,211 @@
+"""The API's answers on a real store behind uvicorn: the seed's run endpoint, runs of an
+experiment in the `runs list` language with keyset pages, the API's own schemas (no system
+namespace or environment), errors as JSON with their status, a stage move recorded and a move
+the stages refuse; and the CLI that manages users and tokens."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from live_server import free_port, live_server, wait_for
+
+from trainforge.config import Settings
+from trainforge.entities import ModelStage, Role, RunStatus
+from trainforge.server import authenticate, create_server_app, issue_token
+from trainforge.session import Session
+from trainforge.storage import Store, open_store
+
+TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
+
+
+@dataclass
+class Api:
+    client: httpx.Client
+    store: Store
+    experiment_id: str
+    run_ids: list[str]  # oldest first
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    home = tmp_path_factory.mktemp("api-home")
+    session = Session.open(Settings.from_env({"TRAINFORGE_HOME": str(home)}))
+    store = session.store
+    store.add_user("ann", Role.EDITOR)
+    token, _ = issue_token(store, "ann")
+    experiment = store.get_or_create_experiment("fraud").experiment_id
+    run_ids = []
+    for number in range(5):
+        run = store.create_run(experiment, {"lr": 10.0 ** -number}, {"host": "secret-box"},
+                               "unused", system={"process": {"host": "h", "pid": 1}})
+        store.set_summary_metrics(run.run_id, {"test_roc_auc": 0.80 + number / 100})
+        store.end_run(run.run_id, RunStatus.COMPLETED)
+        run_ids.append(run.run_id)
+    with live_server(create_server_app(session)) as client:
+        client.headers["Authorization"] = f"Bearer {token}"
+        yield Api(client, store, experiment, run_ids)
+
+
+def test_the_seeds_run_endpoint_answers_the_run_and_nothing_of_its_system(api: Api) -> None:
+    run_id = api.run_ids[2]
+    answer = api.client.get(f"/api/v1/experiments/{api.experiment_id}/runs/{run_id}")
+
+    assert answer.status_code == 200
+    run = answer.json()
+    assert (run["run_id"], run["status"], run["params"]) == (run_id, "completed", {"lr": 0.01})
+    assert run["metrics"]["test_roc_auc"] == pytest.approx(0.82)
+    assert "system" not in run and "environment" not in run and "secret-box" not in answer.text
+
+
+def test_a_run_of_another_experiment_or_none_is_404_naming_it(api: Api) -> None:
+    other = api.store.get_or_create_experiment("other").experiment_id
+    elsewhere = api.client.get(f"/api/v1/experiments/{other}/runs/{api.run_ids[0]}")
+    missing = api.client.get(f"/api/v1/experiments/{api.experiment_id}/runs/nope")
+    no_experiment = api.client.get("/api/v1/experiments/nope/runs")
+
+    assert elsewhere.status_code == 404 and other in elsewhere.json()["detail"]
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+    assert no_experiment.status_code == 404
+
+
+def test_runs_are_filtered_sorted_and_paged_as_runs_list_does(api: Api) -> None:
+    path = f"/api/v1/experiments/{api.experiment_id}/runs"
+    query = {"filter": "metrics.test_roc_auc >= 0.81", "sort": "-metrics.test_roc_auc",
+             "limit": 2}
+    seen, cursor = [], None
+    while True:
+        page = api.client.get(path, params={**query, **({"cursor": cursor} if cursor else {})})
+        assert page.status_code == 200, page.text
+        seen += [run["run_id"] for run in page.json()["items"]]
+        cursor = page.json()["next_cursor"]
+        if cursor is None:
+            break
+
+    assert seen == api.run_ids[1:][::-1]
+    newest_first = api.client.get(path).json()["items"]
+    assert [r["run_id"] for r in newest_first] == api.run_ids[::-1]
+
+
+@pytest.mark.parametrize(("params", "named"), [
+    ({"filter": "metrics.test_roc_auc >>> 1"}, "filter"),
+    ({"sort": "metrics.test_roc_auc sideways"}, "sort keys"),
+    ({"cursor": "not-a-cursor"}, "cursor"),
+])
+def test_a_malformed_query_is_400_naming_what_is_wrong(api: Api, params: dict[str, str],
+                                                       named: str) -> None:
+    answer = api.client.get(f"/api/v1/experiments/{api.experiment_id}/runs", params=params)
+    assert answer.status_code == 400 and answer.json()["detail"]
+    assert named in answer.json()["detail"].lower() or "position" in answer.json()["detail"]
+
+
+def test_a_limit_out_of_range_is_refused_by_the_schema(api: Api) -> None:
+    answer = api.client.get("/api/v1/experiments", params={"limit": 0})
+    assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == ["query", "limit"]
+
+
+def test_experiments_and_the_openapi_document_are_listed(api: Api) -> None:
+    experiments = api.client.get("/api/v1/experiments").json()
+    document = api.client.get("/openapi.json").json()
+
+    assert [e["name"] for e in experiments["items"]][:1] == ["fraud"]
+    assert "/api/v1/experiments/{experiment_id}/runs/{run_id}" in document["paths"]
+    assert set(document["components"]["schemas"]["RunOut"]["properties"]).isdisjoint(
+        {"system", "environment", "artifact_uri"})
+
+
+def test_a_move_the_stages_do_not_allow_is_422_naming_them(api: Api) -> None:
+    version = api.store.create_model_version("m", api.run_ids[0], "unused", ModelStage.STAGING,
+                                             {})
+    api.client.put(f"/api/v1/models/m/versions/{version.version}/stage",
+                   json={"stage": "archived"})
+
+    answer = api.client.put(f"/api/v1/models/m/versions/{version.version}/stage",
+                            json={"stage": "production"})
+    unknown_stage = api.client.put(f"/api/v1/models/m/versions/{version.version}/stage",
+                                   json={"stage": "heaven"})
+    extra_field = api.client.put(f"/api/v1/models/m/versions/{version.version}/stage",
+                                 json={"stage": "staging", "by": "me"})
+
+    assert answer.status_code == 422 and "archived" in answer.json()["detail"]
+    assert unknown_stage.status_code == 422 and extra_field.status_code == 422
+    listed = api.client.get("/api/v1/models/m/versions").json()["items"]
+    assert [(v["version"], v["stage"]) for v in listed] == [(version.version, "archived")]
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRAINFORGE_HOME": str(home)}
+    env.pop("TRAINFORGE_DB", None)
+    return subprocess.run([TRAINFORGE, *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+@contextmanager
+def _server_process(home: Path) -> Iterator[httpx.Client]:
+    """`trainforge server` on a free loopback port, as a user starts it, until the block ends."""
+    port = free_port()
+    env = {**os.environ, "TRAINFORGE_HOME": str(home)}
+    env.pop("TRAINFORGE_DB", None)
+    process = subprocess.Popen([TRAINFORGE, "server", "--port", str(port)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            wait_for(lambda: _healthy(client) or process.poll() is not None, timeout=60)
+            assert process.poll() is None, "trainforge server exited"
+            yield client
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _healthy(client: httpx.Client) -> bool:
+    try:
+        return client.get("/health").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_the_cli_adds_users_and_issues_lists_and_revokes_tokens(tmp_path: Path) -> None:
+    assert _cli(tmp_path, "users", "add", "ci", "--role", "editor").returncode == 0
+    created = _cli(tmp_path, "tokens", "create", "ci", "--role", "viewer", "--description",
+                   "nightly")
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()
+    store = open_store(Settings.from_env({"TRAINFORGE_HOME": str(tmp_path)})
+                       .database_url.get_secret_value())
+    caller = authenticate(store, token)
+    assert (caller.user, caller.role) == ("ci", Role.VIEWER)
+
+    listing = _cli(tmp_path, "tokens", "list", "--json")
+    assert caller.token_id in listing.stdout and token.split("_")[-1] not in listing.stdout
+    with _server_process(tmp_path) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        assert client.get("/api/v1/whoami", headers=headers).json()["user"] == "ci"
+        assert _cli(tmp_path, "tokens", "revoke", caller.token_id).returncode == 0
+        assert client.get("/api/v1/whoami", headers=headers).status_code == 401  # at once
+    assert store.get_token(caller.token_id).revoked_at is not None
+    assert _cli(tmp_path, "users", "set-role", "ci", "--role", "viewer").returncode == 0
+    assert store.get_user("ci").role is Role.VIEWER
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (("tokens", "create", "nobody"), 1, "user 'nobody' not found"),
+    (("tokens", "create", "ci", "--role", "admin"), 2, "cannot be admin"),
+    (("tokens", "create", "ci", "--expires-in-days", "0"), 2, "must be positive"),
+    (("users", "add", "ci"), 2, "user 'ci' already exists"),
+    (("tokens", "revoke", "000000000000"), 1, "token '000000000000' not found"),
+    (("users", "add", "x", "--role", "root"), 2, "root"),
+])
+def test_the_cli_refuses_bad_users_and_tokens_naming_them(tmp_path: Path, args: tuple[str, ...],
+                                                          code: int, says: str) -> None:
+    assert _cli(tmp_path, "users", "add", "ci", "--role", "editor").returncode == 0
+    result = _cli(tmp_path, *args)
+    assert result.returncode == code, result.stderr
+    assert says in result.stderr
