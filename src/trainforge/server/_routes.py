@@ -6,7 +6,7 @@ permission decision (`_auth`). Listings are keyset pages (`limit`, `cursor`); ru
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 
@@ -14,10 +14,12 @@ from trainforge.errors import NotFound
 from trainforge.registry import promote
 from trainforge.server._auth import EDITOR, VIEWER
 from trainforge.server._schemas import (
+    ErrorAnswer,
     ExperimentOut,
     ExperimentPage,
     ModelVersionOut,
     ModelVersionPage,
+    Refusal,
     RunOut,
     RunPage,
     StageChangeOut,
@@ -109,8 +111,23 @@ ROUTES = (
 )
 
 
+REFUSALS = {
+    400: "a malformed filter, sort or cursor", 401: "no valid API token",
+    403: "the token's role is below the route's", 404: "what the path names does not exist",
+    409: "another change came first", 422: "the request breaks its schema, or a promotion "
+    "was refused (then with each gate's result)", 429: "too many failed token attempts",
+}
+BODY_REFUSALS = {411: "a body without its Content-Length", 413: "a body over the limit",
+                 415: "a body that is not JSON"}
+
+
 def add_api_routes(app: FastAPI) -> None:
     """Every route of the API on `app` itself (not an included router, whose routes the
-    permission check could not see: it refuses them)."""
+    permission check could not see: it refuses them), each with every refusal it may answer
+    documented."""
     for method, path, endpoint in ROUTES:
-        app.add_api_route(PREFIX + path, endpoint, methods=[method])
+        refusals = {**REFUSALS, **(BODY_REFUSALS if method in ("POST", "PUT") else {})}
+        responses: dict[int | str, dict[str, Any]] = {
+            status: {"model": Refusal if status == 422 else ErrorAnswer, "description": why}
+            for status, why in refusals.items()}
+        app.add_api_route(PREFIX + path, endpoint, methods=[method], responses=responses)

@@ -16,6 +16,18 @@ class _Answer(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class ErrorAnswer(_Answer):
+    """Every refusal: what was wrong (a message, or the schema's list of field errors)."""
+
+    detail: str | list[dict[str, Any]]
+
+
+class Refusal(ErrorAnswer):
+    """A refused request; a promotion refused by its gates also gives each gate's result."""
+
+    gate_report: list[dict[str, Any]] | None = None
+
+
 class Health(_Answer):
     status: str
 
