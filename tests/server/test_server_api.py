@@ -151,6 +151,59 @@ def test_a_move_the_stages_do_not_allow_is_422_naming_them(api: Api) -> None:
     assert [(v["version"], v["stage"]) for v in listed] == [(version.version, "archived")]
 
 
+def test_a_client_logs_a_run_through_the_api_and_a_batch_sent_twice_is_stored_once(
+        api: Api) -> None:
+    client = api.client
+    experiment = client.post("/api/v1/experiments", json={"name": "remote"}).json()
+    run = client.post(f"/api/v1/experiments/{experiment['experiment_id']}/runs",
+                      json={"params": {"lr": 0.1}, "tags": {"team": "risk"}}).json()
+    base = f"/api/v1/runs/{run['run_id']}"
+    batch = {"batch_id": "b-1", "points": [
+        {"key": "train/loss", "value": 1.0 / (step + 1), "step": step, "timestamp": 1e9 + step}
+        for step in range(100)] + [{"key": "grad_norm", "value": None, "step": 0,
+                                    "timestamp": 1e9}]}
+
+    first = client.post(f"{base}/metrics", json=batch)
+    again = client.post(f"{base}/metrics", json=batch)  # a retry after a lost answer
+    client.put(f"{base}/params", json={"values": {"epochs": 3}})
+    client.put(f"{base}/tags", json={"values": {"team": "fraud"}})
+    beat = client.post(f"{base}/heartbeat")
+    ended = client.post(f"{base}/end", json={"status": "completed"})
+
+    assert (first.json(), again.json()) == ({"stored": True}, {"stored": False})
+    assert beat.status_code == 204
+    assert ended.status_code == 200 and ended.json()["status"] == "completed"
+    series = client.get(f"{base}/metrics/train/loss").json()["items"]
+    assert [p["step"] for p in series] == list(range(100))  # once, not twice
+    assert client.get(f"{base}/metrics/grad_norm").json()["items"][0]["value"] is None  # NaN
+    short = client.get(f"{base}/metrics/train/loss", params={"max_points": 10}).json()
+    assert 2 <= len(short["items"]) <= 10 and short["items"][0]["value"] == 1.0
+    assert client.get(f"{base}/metrics").json()["items"] == ["grad_norm", "train/loss"]
+    stored = api.store.get_run(run["run_id"])
+    assert stored.params == {"lr": 0.1, "epochs": 3} and stored.tags == {"team": "fraud"}
+    assert stored.artifact_uri.endswith(run["run_id"]) and stored.status is RunStatus.COMPLETED
+
+
+@pytest.mark.parametrize(("path", "body", "status"), [
+    ("/api/v1/runs/nope/metrics", {"batch_id": "b", "points": [
+        {"key": "k", "value": 1.0, "step": 0, "timestamp": 0.0}]}, 404),
+    ("/api/v1/runs/RUN/metrics", {"batch_id": "b", "points": []}, 422),
+    ("/api/v1/runs/nope/end", {"status": "completed"}, 404),
+    ("/api/v1/runs/RUN/end", {"status": "running"}, 422),
+    ("/api/v1/runs/RUN/metrics", {"batch_id": "b", "points": [
+        {"key": "k", "value": 1.0, "step": 0, "timestamp": 0.0}] * 10_001}, 422),
+    ("/api/v1/runs/RUN/metrics", {"batch_id": "b", "points": [
+        {"key": "k", "value": 1.0, "step": -1, "timestamp": 0.0}]}, 422),
+    ("/api/v1/experiments/nope/runs", {}, 404),
+])
+def test_bad_writes_are_refused_naming_what_is_wrong(api: Api, path: str, body: dict[str, Any],
+                                                     status: int) -> None:
+    answer = api.client.post(path.replace("RUN", api.run_ids[0]), json=body)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["detail"]
+    assert api.store.get_run(api.run_ids[0]).status is RunStatus.COMPLETED
+
+
 def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(api: Api) -> None:
     """Every operation, 30 requests its schema allows and 30 it does not (derandomized), with a
     valid editor token: no 5xx, and every status, media type and body as documented."""

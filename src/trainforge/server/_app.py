@@ -4,9 +4,10 @@ Rules:
 - Every route has a permission decision (`_auth`); the app is not built otherwise. `/health`
   is the one route without a token; `/openapi.json` needs a viewer's (there is no `/docs`
   page: FastAPI's loads its scripts from a CDN, and the server works offline).
-- A request with a body must say `Content-Type: application/json` (415 otherwise: a
-  cross-origin `text/plain` form post is refused) and give its `Content-Length` (411), at most
-  `MAX_BODY_BYTES` (413); these are answered before the token is looked at.
+- A request with a body must give its `Content-Length` (411: no chunked bodies), say
+  `Content-Type: application/json` (415 otherwise: a cross-origin `text/plain` form post is
+  refused) and hold at most `MAX_BODY_BYTES` (413); these are answered before the token is
+  looked at.
 - Errors are JSON `{"detail": ...}`: a missing record 404, a colliding write 409, a bad query,
   cursor or limit 400, a refused promotion 422 with the gate report (`{"detail": message,
   "gate_report": [...]}`), a move the stages do not allow 422. Anything else is 500 and
@@ -29,7 +30,6 @@ from trainforge.server._schemas import Health
 from trainforge.session import Session
 
 MAX_BODY_BYTES = 1024 * 1024
-_BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 def create_server_app(session: Session) -> FastAPI:
@@ -62,14 +62,14 @@ def app_from_environment() -> FastAPI:
 
 async def _json_bodies_only(request: Request,
                             call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    if request.method in _BODY_METHODS:
+    length = request.headers.get("content-length")
+    if "transfer-encoding" in request.headers or (length is not None and not length.isdigit()):
+        return JSONResponse({"detail": "a body needs its Content-Length"}, 411)
+    if length is not None and int(length) > 0:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":
             return JSONResponse({"detail": "the body must be JSON (Content-Type: "
                                            "application/json)"}, 415)
-        length = request.headers.get("content-length")
-        if length is None or not length.isdigit():
-            return JSONResponse({"detail": "a body needs a Content-Length"}, 411)
         if int(length) > MAX_BODY_BYTES:
             return JSONResponse({"detail": f"the body is over {MAX_BODY_BYTES} bytes"}, 413)
     return await call_next(request)

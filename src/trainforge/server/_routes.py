@@ -1,29 +1,43 @@
 """The API's routes: experiments, their runs and a run (the seed's
 `GET /api/v1/experiments/{experiment_id}/runs/{run_id}`), a model's versions and a version's
-stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`), each with its
-permission decision (`_auth`). Listings are keyset pages (`limit`, `cursor`); runs take the
-`runs list` filter and sort language (`filter`, `sort`)."""
+stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`); and what a client
+logging a run writes (a run, its params and tags, metric batches stored once per batch id,
+heartbeats, its end) and reads back (its series, downsampled on request). Each route has its
+permission decision (`_auth`): viewers read, editors write. Listings are keyset pages
+(`limit`, `cursor`); runs take the `runs list` filter and sort language (`filter`, `sort`)."""
 
 from __future__ import annotations
 
+import math
+import uuid
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 
+from trainforge.entities import MetricPoint, RunStatus
 from trainforge.errors import NotFound
 from trainforge.registry import promote
 from trainforge.server._auth import EDITOR, VIEWER
 from trainforge.server._schemas import (
+    BatchOut,
+    EndRequest,
     ErrorAnswer,
     ExperimentOut,
     ExperimentPage,
+    ExperimentRequest,
+    KeyPage,
+    MetricBatch,
     ModelVersionOut,
     ModelVersionPage,
+    PointOut,
+    PointPage,
     Refusal,
     RunOut,
     RunPage,
+    RunRequest,
     StageChangeOut,
     StageRequest,
+    ValuesRequest,
     WhoAmI,
 )
 from trainforge.server._tokens import Caller
@@ -100,6 +114,72 @@ def change_stage(request: Request, name: str, version: str, body: StageRequest,
     return StageChangeOut.of(done.change, done.replaced)
 
 
+def create_experiment(request: Request, body: ExperimentRequest, _: Editor) -> ExperimentOut:
+    """The experiment of that name, made if there is none (its description then set)."""
+    store = _session(request).store
+    return ExperimentOut.of(store.get_or_create_experiment(body.name, body.description))
+
+
+def create_run(request: Request, experiment_id: str, body: RunRequest,
+               _: Editor) -> RunOut:
+    """A new running run of the experiment, its artifacts under the server's artifact root;
+    its client keeps it alive with heartbeats and ends it."""
+    session = _session(request)
+    session.store.get_experiment(experiment_id)
+    run_id = uuid.uuid4().hex
+    return RunOut.of(session.store.create_run(
+        experiment_id, body.params, {}, session.artifacts.run_uri(run_id), run_id=run_id,
+        git_commit=body.git_commit, parent_run_id=body.parent_run_id, tags=body.tags))
+
+
+def log_params(request: Request, run_id: str, body: ValuesRequest, _: Editor) -> RunOut:
+    store = _session(request).store
+    store.log_params(run_id, body.values)
+    return RunOut.of(store.get_run(run_id))
+
+
+def set_tags(request: Request, run_id: str, body: ValuesRequest, _: Editor) -> RunOut:
+    store = _session(request).store
+    store.set_tags(run_id, body.values)
+    return RunOut.of(store.get_run(run_id))
+
+
+def log_metrics(request: Request, run_id: str, body: MetricBatch, _: Editor) -> BatchOut:
+    """Append the batch's points, once per batch id."""
+    points = [MetricPoint(p.key, math.nan if p.value is None else p.value, p.step, p.timestamp)
+              for p in body.points]
+    return BatchOut(stored=_session(request).store.log_metrics(run_id, points, body.batch_id))
+
+
+def list_metric_keys(request: Request, run_id: str, _: Viewer, limit: Limit = 100,
+                     cursor: Cursor = None) -> KeyPage:
+    """The names of a run's metric series."""
+    page = _session(request).store.metric_keys(run_id, limit=limit, cursor=cursor)
+    return KeyPage(items=list(page.items), next_cursor=page.next_cursor)
+
+
+def metric_history(request: Request, run_id: str, key: str, _: Viewer,
+                   max_points: Annotated[int | None, Query(
+                       ge=2, le=100_000, description="the whole series in one page, at most "
+                       "this many points: each bucket's minimum and maximum")] = None,
+                   limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+                   cursor: Cursor = None) -> PointPage:
+    """A run's series by step (NaN as null)."""
+    page = _session(request).store.get_metric_history(run_id, key, max_points=max_points,
+                                                      limit=limit, cursor=cursor)
+    return PointPage(items=[PointOut.of(p) for p in page.items], next_cursor=page.next_cursor)
+
+
+def heartbeat(request: Request, run_id: str, _: Editor) -> None:
+    """The run's client is alive (a run without heartbeats for a minute is taken as dead)."""
+    _session(request).store.heartbeat(run_id)
+
+
+def end_run(request: Request, run_id: str, body: EndRequest, _: Editor) -> RunOut:
+    return RunOut.of(_session(request).store.end_run(run_id, RunStatus(body.status),
+                                                     body.error))
+
+
 ROUTES = (
     ("GET", "/whoami", whoami),
     ("GET", "/experiments", list_experiments),
@@ -108,6 +188,15 @@ ROUTES = (
     ("GET", "/experiments/{experiment_id}/runs/{run_id}", get_run),
     ("GET", "/models/{name}/versions", list_model_versions),
     ("PUT", "/models/{name}/versions/{version}/stage", change_stage),
+    ("POST", "/experiments", create_experiment),
+    ("POST", "/experiments/{experiment_id}/runs", create_run),
+    ("PUT", "/runs/{run_id}/params", log_params),
+    ("PUT", "/runs/{run_id}/tags", set_tags),
+    ("POST", "/runs/{run_id}/metrics", log_metrics),
+    ("GET", "/runs/{run_id}/metrics", list_metric_keys),
+    ("GET", "/runs/{run_id}/metrics/{key:path}", metric_history),
+    ("POST", "/runs/{run_id}/heartbeat", heartbeat),
+    ("POST", "/runs/{run_id}/end", end_run),
 )
 
 
@@ -130,4 +219,6 @@ def add_api_routes(app: FastAPI) -> None:
         responses: dict[int | str, dict[str, Any]] = {
             status: {"model": Refusal if status == 422 else ErrorAnswer, "description": why}
             for status, why in refusals.items()}
-        app.add_api_route(PREFIX + path, endpoint, methods=[method], responses=responses)
+        status = 204 if endpoint is heartbeat else 200
+        app.add_api_route(PREFIX + path, endpoint, methods=[method], responses=responses,
+                          status_code=status)

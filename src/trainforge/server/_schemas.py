@@ -5,11 +5,18 @@ secret) reaches no client until a schema names it."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainforge.entities import Experiment, ModelStage, ModelVersion, Run, StageChange
+from trainforge.entities import (
+    Experiment,
+    MetricPoint,
+    ModelStage,
+    ModelVersion,
+    Run,
+    StageChange,
+)
 
 
 class _Answer(BaseModel):
@@ -94,6 +101,52 @@ class ModelVersionOut(_Answer):
                    data_version_id=version.data_version_id, git_commit=version.git_commit)
 
 
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExperimentRequest(_Request):
+    """The body of `POST /api/v1/experiments`: the experiment of that name, made if new."""
+
+    name: str = Field(min_length=1, max_length=255)
+    description: str = Field("", max_length=2000)
+
+
+class RunRequest(_Request):
+    """The body of `POST /api/v1/experiments/{experiment_id}/runs`: a new running run."""
+
+    params: dict[str, Any] = Field(default_factory=dict)
+    tags: dict[str, Any] = Field(default_factory=dict)
+    git_commit: str | None = Field(None, max_length=64)
+    parent_run_id: str | None = Field(None, max_length=64)
+
+
+class ValuesRequest(_Request):
+    """Params or tags merged into a run's (a key given again is overwritten)."""
+
+    values: dict[str, Any]
+
+
+class PointIn(_Request):
+    key: str = Field(min_length=1, max_length=255)
+    value: float | None = Field(description="null for NaN (JSON has none)")
+    step: int = Field(ge=0)
+    timestamp: float = Field(description="seconds since the epoch")
+
+
+class MetricBatch(_Request):
+    """Points of a run's series, stored once per `batch_id`: a batch sent again (a client
+    retrying after a lost answer) is skipped whole."""
+
+    batch_id: str = Field(min_length=1, max_length=64)
+    points: list[PointIn] = Field(min_length=1, max_length=10_000)
+
+
+class EndRequest(_Request):
+    status: Literal["completed", "failed", "crashed", "preempted", "pruned"]
+    error: str | None = Field(None, max_length=10_000)
+
+
 class StageRequest(BaseModel):
     """The body of `PUT /api/v1/models/{name}/versions/{version}/stage`."""
 
@@ -127,6 +180,22 @@ class StageChangeOut(_Answer):
                    replaced=replaced)
 
 
+class BatchOut(_Answer):
+    stored: bool = Field(description="false when the batch had been stored before")
+
+
+class PointOut(_Answer):
+    key: str
+    value: float | None
+    step: int
+    timestamp: float
+
+    @classmethod
+    def of(cls, point: MetricPoint) -> PointOut:
+        return cls(key=point.key, value=None if point.value != point.value else point.value,
+                   step=point.step, timestamp=point.timestamp)
+
+
 class Listing(_Answer):
     """One page of a listing; `next_cursor` fetches the next (null on the last)."""
 
@@ -143,3 +212,11 @@ class RunPage(Listing):
 
 class ModelVersionPage(Listing):
     items: list[ModelVersionOut]
+
+
+class PointPage(Listing):
+    items: list[PointOut]
+
+
+class KeyPage(Listing):
+    items: list[str]
