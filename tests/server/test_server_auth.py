@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import httpx
 import pytest
@@ -61,13 +62,23 @@ def _no_failures_yet(server: Server) -> None:
     server.app.state.failed_attempts = FailedAttempts()
 
 
-def _request_of(route: APIRoute) -> tuple[str, str, dict | None]:
+def _request_of(route: APIRoute) -> tuple[str, str, dict[str, Any]]:
+    """A request of the route: its method, a path with every parameter filled, and a body of
+    the media type it takes."""
     path = route.path
-    for name in ("experiment_id", "run_id", "name", "version", "key:path"):
+    for name in ("experiment_id", "run_id", "name", "version", "key:path", "name:path"):
         path = path.replace("{" + name + "}", "nothing")
     method = sorted(route.methods)[0]
-    body = {"stage": "archived"} if method in ("PUT", "POST") else None
+    body: dict[str, Any] = {}
+    if "/artifacts/" in path and method == "PUT":
+        body = {"content": b"bytes", "headers": {"Content-Type": "application/octet-stream"}}
+    elif method in ("PUT", "POST"):
+        body = {"json": {"stage": "archived"}}
     return method, path, body
+
+
+def _with_headers(body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    return {**body, "headers": {**body.get("headers", {}), **headers}}
 
 
 def test_every_route_answers_401_without_a_token_403_below_its_role_and_serves_its_role(
@@ -81,11 +92,12 @@ def test_every_route_answers_401_without_a_token_403_below_its_role_and_serves_i
             assert path == "/health" and server.client.get(path).status_code == 200
             continue
         server.app.state.failed_attempts = FailedAttempts()  # each route's 401 counts
-        anonymous = server.client.request(method, path, json=body)
+        anonymous = server.client.request(method, path, **body)
         assert anonymous.status_code == 401, path
         assert anonymous.headers["www-authenticate"] == "Bearer"
         for role in Role:
-            answer = server.client.request(method, path, json=body, headers=server.as_role(role))
+            answer = server.client.request(method, path,
+                                           **_with_headers(body, server.as_role(role)))
             if role.allows(decision.role):
                 assert answer.status_code not in (401, 403), (path, role, answer.text)
             else:
@@ -94,7 +106,7 @@ def test_every_route_answers_401_without_a_token_403_below_its_role_and_serves_i
         checked.append(f"{method} {path}")
     assert "PUT /api/v1/models/nothing/versions/nothing/stage" in checked
     assert "GET /openapi.json" in checked and "POST /api/v1/runs/nothing/metrics" in checked
-    assert len(checked) >= 16
+    assert "PUT /api/v1/runs/nothing/artifacts/nothing" in checked and len(checked) >= 19
 
 
 def test_an_app_with_a_route_that_decides_nothing_is_refused(server: Server) -> None:

@@ -6,8 +6,9 @@ Rules:
   page: FastAPI's loads its scripts from a CDN, and the server works offline).
 - A request with a body must give its `Content-Length` (411: no chunked bodies), say
   `Content-Type: application/json` (415 otherwise: a cross-origin `text/plain` form post is
-  refused) and hold at most `MAX_BODY_BYTES` (413); these are answered before the token is
-  looked at.
+  refused) and hold at most `MAX_BODY_BYTES` (413); an artifact upload says
+  `application/octet-stream` and holds at most `MAX_ARTIFACT_BYTES`. These are answered
+  before the token is looked at.
 - Errors are JSON `{"detail": ...}`: a missing record 404, a colliding write 409, a bad query,
   cursor or limit 400, a refused promotion 422 with the gate report (`{"detail": message,
   "gate_report": [...]}`), a move the stages do not allow 422. Anything else is 500 and
@@ -25,7 +26,7 @@ from fastapi.responses import JSONResponse, Response
 
 from trainforge.errors import Conflict, GatesFailed, NotFound, PromotionError, QueryError
 from trainforge.server._auth import PUBLIC, VIEWER, check_every_route_decided, install_auth
-from trainforge.server._routes import add_api_routes
+from trainforge.server._routes import MAX_ARTIFACT_BYTES, UPLOAD_PATH, add_api_routes
 from trainforge.server._schemas import Health
 from trainforge.session import Session
 
@@ -48,7 +49,7 @@ def create_server_app(session: Session) -> FastAPI:
         return get_openapi(title=app.title, version=app.version, routes=app.routes)
 
     add_api_routes(app)
-    app.middleware("http")(_json_bodies_only)
+    app.middleware("http")(_bodies_as_declared)
     _answer_errors(app)
     check_every_route_decided(app)
     return app
@@ -60,18 +61,20 @@ def app_from_environment() -> FastAPI:
     return create_server_app(Session.open())
 
 
-async def _json_bodies_only(request: Request,
-                            call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+async def _bodies_as_declared(request: Request,
+                              call_next: Callable[[Request], Awaitable[Response]]) -> Response:
     length = request.headers.get("content-length")
     if "transfer-encoding" in request.headers or (length is not None and not length.isdigit()):
         return JSONResponse({"detail": "a body needs its Content-Length"}, 411)
     if length is not None and int(length) > 0:
+        upload = request.method == "PUT" and UPLOAD_PATH.fullmatch(request.url.path)
+        expected, limit = (("application/octet-stream", MAX_ARTIFACT_BYTES) if upload
+                           else ("application/json", MAX_BODY_BYTES))
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media != "application/json":
-            return JSONResponse({"detail": "the body must be JSON (Content-Type: "
-                                           "application/json)"}, 415)
-        if int(length) > MAX_BODY_BYTES:
-            return JSONResponse({"detail": f"the body is over {MAX_BODY_BYTES} bytes"}, 413)
+        if media != expected:
+            return JSONResponse({"detail": f"the body must be {expected}"}, 415)
+        if int(length) > limit:
+            return JSONResponse({"detail": f"the body is over {limit} bytes"}, 413)
     return await call_next(request)
 
 

@@ -9,16 +9,24 @@ permission decision (`_auth`): viewers read, editors write. Listings are keyset 
 from __future__ import annotations
 
 import math
+import re
+import tempfile
 import uuid
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated, Any, BinaryIO, cast
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from trainforge.entities import MetricPoint, RunStatus
-from trainforge.errors import NotFound
+from trainforge.errors import ArtifactError, NotFound, ObjectNotFound
 from trainforge.registry import promote
 from trainforge.server._auth import EDITOR, VIEWER
+from trainforge.server._paths import artifact_name
 from trainforge.server._schemas import (
+    ArtifactList,
+    ArtifactOut,
     BatchOut,
     EndRequest,
     ErrorAnswer,
@@ -44,6 +52,10 @@ from trainforge.server._tokens import Caller
 from trainforge.session import Session
 
 PREFIX = "/api/v1"
+MAX_ARTIFACT_BYTES = 1024**3  # an upload's limit; JSON bodies have theirs (`_app`)
+SPOOL_BYTES = 8 * 1024**2  # an upload is held in memory up to this, then in a temporary file
+CHUNK_BYTES = 1024**2
+UPLOAD_PATH = re.compile(rf"{PREFIX}/runs/[^/]+/artifacts/.+")  # bodies of bytes, not JSON
 Limit = Annotated[int, Query(ge=1, le=1000, description="items per page")]
 Cursor = Annotated[str | None, Query(description="the `next_cursor` of the page before")]
 RunFilter = Annotated[str | None, Query(
@@ -180,6 +192,52 @@ def end_run(request: Request, run_id: str, body: EndRequest, _: Editor) -> RunOu
                                                      body.error))
 
 
+def list_artifacts(request: Request, run_id: str, _: Viewer) -> ArtifactList:
+    """The names of a run's artifacts, sorted."""
+    session = _session(request)
+    session.store.get_run(run_id)
+    return ArtifactList(names=session.artifacts.list_names(run_id))
+
+
+def get_artifact(request: Request, run_id: str, name: str, _: Viewer) -> StreamingResponse:
+    """An artifact's bytes, streamed."""
+    session = _session(request)
+    key = artifact_name(name)
+    session.store.get_run(run_id)
+    try:
+        source = session.artifacts.open(run_id, key)
+    except ArtifactError as exc:
+        if isinstance(exc.__cause__, ObjectNotFound):
+            raise NotFound(f"run {run_id!r} has no artifact {key!r}") from None
+        raise
+    return StreamingResponse(_chunks(source), media_type="application/octet-stream")
+
+
+async def put_artifact(request: Request, run_id: str, name: str, _: Editor) -> ArtifactOut:
+    """Store the body (`application/octet-stream`, at most `MAX_ARTIFACT_BYTES`) as the run's
+    artifact `name`, atomically: a failed upload leaves no file of that name."""
+    session = _session(request)
+    key = artifact_name(name)
+    await run_in_threadpool(session.store.get_run, run_id)
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as buffer:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_ARTIFACT_BYTES:
+                raise HTTPException(413, f"an artifact is at most {MAX_ARTIFACT_BYTES} bytes")
+            buffer.write(chunk)
+        buffer.seek(0)
+        await run_in_threadpool(session.artifacts.put_stream, run_id, key,
+                                cast(BinaryIO, buffer))  # a spooled file reads as one
+    return ArtifactOut(name=key, size=size)
+
+
+def _chunks(source: BinaryIO) -> Iterator[bytes]:
+    with source:
+        while chunk := source.read(CHUNK_BYTES):
+            yield chunk
+
+
 ROUTES = (
     ("GET", "/whoami", whoami),
     ("GET", "/experiments", list_experiments),
@@ -197,6 +255,9 @@ ROUTES = (
     ("GET", "/runs/{run_id}/metrics/{key:path}", metric_history),
     ("POST", "/runs/{run_id}/heartbeat", heartbeat),
     ("POST", "/runs/{run_id}/end", end_run),
+    ("GET", "/runs/{run_id}/artifacts", list_artifacts),
+    ("GET", "/runs/{run_id}/artifacts/{name:path}", get_artifact),
+    ("PUT", "/runs/{run_id}/artifacts/{name:path}", put_artifact),
 )
 
 
@@ -219,6 +280,12 @@ def add_api_routes(app: FastAPI) -> None:
         responses: dict[int | str, dict[str, Any]] = {
             status: {"model": Refusal if status == 422 else ErrorAnswer, "description": why}
             for status, why in refusals.items()}
+        if endpoint is get_artifact:
+            responses[200] = {"content": {"application/octet-stream": {}},
+                              "description": "the artifact's bytes"}
+        if endpoint is put_artifact:
+            responses[413]["description"] = f"a body over {MAX_ARTIFACT_BYTES} bytes"
         status = 204 if endpoint is heartbeat else 200
         app.add_api_route(PREFIX + path, endpoint, methods=[method], responses=responses,
-                          status_code=status)
+                          status_code=status, response_class=StreamingResponse
+                          if endpoint is get_artifact else JSONResponse)

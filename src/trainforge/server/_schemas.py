@@ -180,6 +180,15 @@ class StageChangeOut(_Answer):
                    replaced=replaced)
 
 
+class ArtifactList(_Answer):
+    names: list[str]
+
+
+class ArtifactOut(_Answer):
+    name: str
+    size: int = Field(description="bytes stored")
+
+
 class BatchOut(_Answer):
     stored: bool = Field(description="false when the batch had been stored before")
 

@@ -45,6 +45,13 @@ class ArtifactStore:
             self.objects.write(key, data)
         return self.objects.uri_of(key)
 
+    def put_stream(self, run_id: str, name: str, source: BinaryIO) -> str:
+        """Store what `source` reads, to its end, as `name`; return the artifact's URI."""
+        key = self._key(run_id, name)
+        with _artifact_errors():
+            self.objects.write(key, source)
+        return self.objects.uri_of(key)
+
     def get_bytes(self, run_id: str, name: str) -> bytes:
         """Read an artifact back; `ArtifactError` when it does not exist."""
         key = self._key(run_id, name)
