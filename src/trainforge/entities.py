@@ -134,6 +134,11 @@ class CheckpointRecord:
 
 @dataclass(frozen=True)
 class ModelVersion:
+    """A registered version of a model: `version` is the number the store gave it ("1", "2",
+    ... per model), `label` the version its client named it ("3.1"; None when none), unique
+    per model. Its lineage (run, data version, git commit, feature pipeline hash, environment)
+    never changes; only its stage does."""
+
     model_name: str
     version: str
     run_id: str
@@ -145,6 +150,7 @@ class ModelVersion:
     git_commit: str | None = None
     features_hash: str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
 
 
 class StageOutcome(str, enum.Enum):

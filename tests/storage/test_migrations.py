@@ -317,6 +317,66 @@ def test_a_database_at_0011_upgrades_to_users_and_tokens(db_url: str) -> None:
     assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
 
 
+def test_a_database_at_0012_upgrades_with_its_versions_unlabelled(db_url: str) -> None:
+    """Versions registered before labels read back with none; new ones may take one."""
+    _at_revision(db_url, "0012")
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO experiments (experiment_id, name, description, owner, created_at) "
+                "VALUES ('e1', 'fraud', '', '', '2026-03-01 10:00:00')"))
+            connection.execute(text(
+                "INSERT INTO runs (run_id, experiment_id, status, params, tags, environment,"
+                " artifact_uri, started_at, device_hours) VALUES ('r1', 'e1', 'completed',"
+                " '{}', '{}', '{}', 'file:///a', '2026-03-01 10:00:00', 0)"))
+            connection.execute(text(
+                "INSERT INTO model_versions (model_name, version, run_id, stage, artifact_uri,"
+                " metrics, git_commit, created_at) VALUES ('fraud_detector', '1', 'r1',"
+                " 'staging', 'file:///a/model', '{}', 'abc', '2026-03-01 10:00:00')"))
+    finally:
+        engine.dispose()
+    store = SqlStore(db_url)
+    try:
+        old = store.get_model_version("fraud_detector", "1")
+        assert (old.label, old.stage, old.git_commit) == (None, ModelStage.STAGING, "abc")
+        new = store.create_model_version("fraud_detector", "r1", "u", ModelStage.NONE, {},
+                                         label="3.1")
+        assert (new.version, new.label) == ("2", "3.1")
+        assert store.get_model_version_by_label("fraud_detector", "3.1") == new
+    finally:
+        store.close()
+    assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
+
+
+def test_downgrade_to_0012_drops_the_labels_keeping_the_versions(db_url: str) -> None:
+    """The versions stay, with their history and aliases (which reference them)."""
+    store = SqlStore(db_url)
+    try:
+        run = store.create_run(store.get_or_create_experiment("e").experiment_id, {}, {},
+                               "file:///a")
+        for label in ("1.0", None):
+            store.create_model_version("m", run.run_id, "u", ModelStage.STAGING, {},
+                                       label=label)
+        store.set_alias("m", "champion", "1")
+    finally:
+        store.close()
+    columns, indexes = _downgraded(db_url, "0012", "model_versions")
+    assert "label" not in columns and "uq_model_versions_label" not in indexes
+    assert "uq_model_versions_single_holder" in indexes
+    assert _revision_and_tables(db_url) == ("0012", TABLES)
+    engine = db.make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text(
+                "SELECT version FROM model_versions ORDER BY version")).scalars().all() == [
+                "1", "2"]
+            assert connection.execute(text(
+                "SELECT count(*) FROM model_stage_changes")).scalar() == 2
+    finally:
+        engine.dispose()
+
+
 def test_threads_opening_a_fresh_database_together_all_succeed(db_url: str) -> None:
     def open_and_write(_: int) -> str:
         store = SqlStore(db_url)

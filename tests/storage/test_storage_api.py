@@ -7,7 +7,8 @@ from trainforge.storage import SqlStore, Store, contracts
 
 def test_storage_exports_are_pinned() -> None:
     assert storage.__all__ == [
-        "CheckpointStore", "DataVersionStore", "ExperimentStore", "MetricStore", "OutboxStore",
+        "AuthStore", "CheckpointStore", "DataVersionStore", "ExperimentStore", "MetricStore",
+        "OutboxStore",
         "Page",
         "PipelineRunStore",
         "RegistryEventStore", "RegistryStore", "RunCheckpointStore", "RunRecordStore", "RunStore",
@@ -19,7 +20,7 @@ def test_storage_exports_are_pinned() -> None:
 def test_store_composes_every_area() -> None:
     areas = [contracts.ExperimentStore, contracts.RunStore, contracts.MetricStore,
              contracts.CheckpointStore, contracts.DataVersionStore, contracts.RegistryStore,
-             contracts.WebhookStore, contracts.OutboxStore]
+             contracts.WebhookStore, contracts.OutboxStore, contracts.AuthStore]
     assert all(area in Store.__mro__ for area in areas)
     for area in areas:
         for name in vars(area):

@@ -5,7 +5,8 @@ parity), the stage history, aliases, and diffs of two versions.
     >>> promote(store, artifacts, "fraud_detector", "3", "production",
     ...         reason="beats v2 on the March data", user="ann")          # doctest: +SKIP
 
-`check_gates` is the pipeline's gate step (thresholds over a run's metrics). Names are
+`check_gates` is the pipeline's gate step (thresholds over a run's metrics);
+`register_version` registers a model trained anywhere, under a label (`3.1`). Names are
 imported on first use (`trainforge._lazy`).
 """
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from trainforge.registry._gates import GateResult, check_gates
     from trainforge.registry._lineage import diff, environment_summary, history, lineage
     from trainforge.registry._promotion import GATES_BY_STAGE, GateOutcome
+    from trainforge.registry._register import check_label, register_version
     from trainforge.registry._stages import ALLOWED_MOVES, check_move
 
 _EXPORTS = {
@@ -36,6 +38,7 @@ _EXPORTS = {
     "GateResult": "trainforge.registry._gates",
     "Promotion": "trainforge.registry._api",
     "check_gates": "trainforge.registry._gates",
+    "check_label": "trainforge.registry._register",
     "check_move": "trainforge.registry._stages",
     "diff": "trainforge.registry._lineage",
     "environment_summary": "trainforge.registry._lineage",
@@ -43,6 +46,7 @@ _EXPORTS = {
     "lineage": "trainforge.registry._lineage",
     "parse_reference": "trainforge.registry._api",
     "promote": "trainforge.registry._api",
+    "register_version": "trainforge.registry._register",
     "resolve_version": "trainforge.registry._api",
     "rollback": "trainforge.registry._api",
     "set_alias": "trainforge.registry._api",
@@ -55,6 +59,7 @@ __all__ = [
     "GateResult",
     "Promotion",
     "check_gates",
+    "check_label",
     "check_move",
     "diff",
     "environment_summary",
@@ -62,6 +67,7 @@ __all__ = [
     "lineage",
     "parse_reference",
     "promote",
+    "register_version",
     "resolve_version",
     "rollback",
     "set_alias",

@@ -132,7 +132,8 @@ def _move(store: PromotionStore, artifacts: ArtifactStore, candidate: ModelVersi
 
 def resolve_version(store: RegistryStore, model_name: str, ref: str) -> ModelVersion:
     """The version `ref` names: a number (`3`), a stage held by one version (`production`,
-    `canary`) or an alias; `NotFound` saying which when none."""
+    `canary`), a label (`3.1`, given at registration) or an alias; `NotFound` saying which
+    when none."""
     if ref.isdigit():
         return store.get_model_version(model_name, ref)
     if ref in (stage.value for stage in SINGLE_HOLDER_STAGES):
@@ -140,7 +141,10 @@ def resolve_version(store: RegistryStore, model_name: str, ref: str) -> ModelVer
         if found is None:
             raise NotFound(f"model {model_name!r} has no version in {ref}")
         return found
-    return store.get_alias(model_name, ref)
+    try:
+        return store.get_model_version_by_label(model_name, ref)
+    except NotFound:
+        return store.get_alias(model_name, ref)
 
 
 def parse_reference(text: str) -> tuple[str, str | None]:

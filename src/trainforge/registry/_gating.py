@@ -3,7 +3,8 @@ target stage, each decided by `_promotion` over figures read or re-scored here.
 
 The candidate's run recorded its spec (its params); `evaluation.gates` gives the thresholds
 and `registry.promotion` the rest. A recorded spec that no longer validates fails the
-promotion (there would be no telling which gates apply).
+promotion (there would be no telling which gates apply); a run that recorded none (a model
+registered from elsewhere, `register_version`) has no gates to pass.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from trainforge.registry._promotion import (
     slice_gap_gate,
     threshold_gates,
 )
-from trainforge.tracking import recorded_spec_of
+from trainforge.tracking import recorded_spec_of, system_of
 
 if TYPE_CHECKING:
 
@@ -46,6 +47,8 @@ def measure_gates(
     if not kinds:
         return []
     run = runs.get_run(candidate.run_id)
+    if system_of(run).resolved_spec is None:
+        return []  # a model registered from elsewhere: no spec declares its gates
     spec = recorded_spec_of(run)
     if spec is None:
         return [GateOutcome("spec", False, f"run {run.run_id}'s recorded spec no longer "

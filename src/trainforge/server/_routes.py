@@ -1,6 +1,7 @@
 """The API's routes: experiments, their runs and a run (the seed's
 `GET /api/v1/experiments/{experiment_id}/runs/{run_id}`), a model's versions and a version's
-stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`); and what a client
+stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`), a model registered
+from anywhere (the seed's `POST /api/v1/models/register`); and what a client
 logging a run writes (a run, its params and tags, metric batches stored once per batch id,
 heartbeats, its end) and reads back (its series, downsampled on request). Each route has its
 permission decision (`_auth`): viewers read, editors write. Listings are keyset pages
@@ -21,7 +22,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from trainforge.entities import MetricPoint, RunStatus
 from trainforge.errors import ArtifactError, NotFound, ObjectNotFound
-from trainforge.registry import promote
+from trainforge.registry import promote, register_version
 from trainforge.server._auth import EDITOR, VIEWER
 from trainforge.server._paths import artifact_name
 from trainforge.server._schemas import (
@@ -40,6 +41,7 @@ from trainforge.server._schemas import (
     PointOut,
     PointPage,
     Refusal,
+    RegisterRequest,
     RunOut,
     RunPage,
     RunRequest,
@@ -124,6 +126,16 @@ def change_stage(request: Request, name: str, version: str, body: StageRequest,
     done = promote(session.store, session.artifacts, name, version, body.stage,
                    reason=body.reason, force=body.force, user=caller.user)
     return StageChangeOut.of(done.change, done.replaced)
+
+
+def register_model(request: Request, body: RegisterRequest, caller: Editor) -> ModelVersionOut:
+    """Register the model at `artifact_uri` under the label `version` (the seed's request),
+    through the gates of its run's spec when it is a run's artifact folder; a refusal is 422
+    with the gate report, a label taken 409."""
+    session = _session(request)
+    version = register_version(session.store, session.artifacts, body.name, body.version,
+                               body.artifact_uri, body.metrics, body.stage, user=caller.user)
+    return ModelVersionOut.of(version)
 
 
 def create_experiment(request: Request, body: ExperimentRequest, _: Editor) -> ExperimentOut:
@@ -246,6 +258,7 @@ ROUTES = (
     ("GET", "/experiments/{experiment_id}/runs/{run_id}", get_run),
     ("GET", "/models/{name}/versions", list_model_versions),
     ("PUT", "/models/{name}/versions/{version}/stage", change_stage),
+    ("POST", "/models/register", register_model),
     ("POST", "/experiments", create_experiment),
     ("POST", "/experiments/{experiment_id}/runs", create_run),
     ("PUT", "/runs/{run_id}/params", log_params),

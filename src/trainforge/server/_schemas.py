@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainforge.entities import (
     Experiment,
@@ -17,6 +17,7 @@ from trainforge.entities import (
     Run,
     StageChange,
 )
+from trainforge.registry import check_label
 
 
 class _Answer(BaseModel):
@@ -85,7 +86,8 @@ class RunOut(_Answer):
 
 class ModelVersionOut(_Answer):
     name: str
-    version: str
+    version: str = Field(description="the number the store gave it")
+    label: str | None = Field(description="the version its registration named (`3.1`)")
     stage: str
     run_id: str
     created_at: datetime
@@ -95,7 +97,8 @@ class ModelVersionOut(_Answer):
 
     @classmethod
     def of(cls, version: ModelVersion) -> ModelVersionOut:
-        return cls(name=version.model_name, version=version.version, stage=version.stage.value,
+        return cls(name=version.model_name, version=version.version, label=version.label,
+                   stage=version.stage.value,
                    run_id=version.run_id, created_at=version.created_at,
                    metrics={k: None if v != v else v for k, v in version.metrics.items()},
                    data_version_id=version.data_version_id, git_commit=version.git_commit)
@@ -145,6 +148,23 @@ class MetricBatch(_Request):
 class EndRequest(_Request):
     status: Literal["completed", "failed", "crashed", "preempted", "pruned"]
     error: str | None = Field(None, max_length=10_000)
+
+
+class RegisterRequest(_Request):
+    """The body of `POST /api/v1/models/register` (the seed's): a model trained anywhere,
+    its artifacts at `artifact_uri`, registered under the label `version`."""
+
+    name: str = Field(min_length=1, max_length=255)
+    version: str = Field(description="its label: letters, digits and . _ + -, not digits "
+                                     "only, not a stage's name")
+    artifact_uri: str = Field(min_length=1, max_length=2048)
+    metrics: dict[str, float] = Field(default_factory=dict, max_length=1000)
+    stage: Literal["staging", "none"] = "staging"
+
+    @field_validator("version")
+    @classmethod
+    def _a_label(cls, value: str) -> str:
+        return check_label(value)
 
 
 class StageRequest(BaseModel):

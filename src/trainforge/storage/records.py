@@ -78,6 +78,7 @@ def to_model_version(row: ModelVersionRow) -> ModelVersion:
         created_at=as_utc(row.created_at), metrics=metrics_from_json(row.metrics),
         data_version_id=row.data_version_id, git_commit=row.git_commit,
         features_hash=row.features_hash, environment=dict(row.environment or {}),
+        label=row.label,
     )
 
 

@@ -9,6 +9,11 @@ database's write lock already), so changes of one model are serialised. It then 
 what the caller decided on still holds (the version's stage, and the version holding the
 target stage); if another change came first, `Conflict` and nothing is written. The partial
 unique index on (model, stage) for production and canary is the backstop.
+
+A registration takes the next number of its model, retrying when a concurrent one took it
+first (the primary key refuses the second). A label is checked in the same transaction, with
+the unique index on (model, label) as the backstop: of two registrations racing for one label,
+the second fails on the index, is retried, and its retry finds the label taken (`Conflict`).
 """
 
 from __future__ import annotations
@@ -128,6 +133,12 @@ def stage_changes(model_name: str, version: str | None) -> Select[Any]:
     return query
 
 
+def labelled(session: Session, model_name: str, label: str) -> ModelVersionRow | None:
+    """The version of the model carrying `label`, if any."""
+    return session.scalars(select(ModelVersionRow).where(
+        ModelVersionRow.model_name == model_name, ModelVersionRow.label == label)).first()
+
+
 def set_alias(session: Session, model_name: str, alias: str, version: str) -> None:
     """Point `alias` at the version (moving it if it named another)."""
     if session.get(ModelVersionRow, (model_name, version)) is None:
@@ -244,26 +255,30 @@ class SqlRegistryStore(SqlBase):
         features_hash: str | None = None,
         environment: dict[str, Any] | None = None,
         user: str = "",
+        label: str | None = None,
     ) -> ModelVersion:
         """Register the next version ("1", "2", ...) of `model_name`, made by run `run_id`,
-        with its first history entry (naming `user`)."""
+        with its first history entry (naming `user`); `Conflict` when another version of the
+        model has `label`."""
         for _ in range(_VERSION_ATTEMPTS):
             row = ModelVersionRow(
                 model_name=model_name, run_id=run_id, stage=ModelStage(stage).value,
                 artifact_uri=artifact_uri, metrics=metrics_json(metrics),
                 data_version_id=data_version_id, git_commit=git_commit,
                 features_hash=features_hash, environment=dict(environment or {}),
-                created_at=utcnow(),
+                created_at=utcnow(), label=label,
             )
             try:
                 with self._write() as session:
                     get_row(session, RunRow, run_id, "run")
+                    if label is not None:
+                        _check_label_free(session, model_name, label)
                     row.version = str(_last_version(session, model_name) + 1)
                     session.add(row)
                     session.flush()
                     record_registration(session, row, user)
             except IntegrityError:
-                continue  # another registration took this number first
+                continue  # another registration took this number (or this label) first
             return to_model_version(row)
         raise Conflict(f"model {model_name!r}: no free version after {_VERSION_ATTEMPTS} tries")
 
@@ -272,6 +287,13 @@ class SqlRegistryStore(SqlBase):
             row = session.get(ModelVersionRow, (model_name, str(version)))
             if row is None:
                 raise NotFound(f"model {model_name!r} version {str(version)!r} not found")
+            return to_model_version(row)
+
+    def get_model_version_by_label(self, model_name: str, label: str) -> ModelVersion:
+        with self._read() as session:
+            row = labelled(session, model_name, label)
+            if row is None:
+                raise NotFound(f"model {model_name!r} has no version labelled {label!r}")
             return to_model_version(row)
 
     def list_model_versions(
@@ -382,6 +404,13 @@ class SqlRegistryStore(SqlBase):
             rows, next_cursor = fetch_page(session, listing, deliveries(webhook_id),
                                            NEWEST_DELIVERY_FIRST, limit, cursor)
             return Page(tuple(to_delivery(row[0]) for row in rows), next_cursor)
+
+
+def _check_label_free(session: Session, model_name: str, label: str) -> None:
+    holder = labelled(session, model_name, label)
+    if holder is not None:
+        raise Conflict(f"model {model_name!r} already has a version labelled {label!r} "
+                       f"(version {holder.version})")
 
 
 def _last_version(session: Session, model_name: str) -> int:

@@ -283,13 +283,16 @@ SINGLE_HOLDER_STAGES = "stage IN ('production', 'canary')"
 class ModelVersionRow(Base):
     """A registered model version and its lineage (run, data version, git commit, the feature
     pipeline's content hash, a summary of the environment it was trained in). At most one
-    version of a model is in `production` and one in `canary` (a partial unique index)."""
+    version of a model is in `production` and one in `canary` (a partial unique index).
+    `label` is the version its client named it (NULL when none), unique per model: NULLs never
+    collide in a unique index, on SQLite as on PostgreSQL."""
 
     __tablename__ = "model_versions"
     __table_args__ = (
         Index("uq_model_versions_single_holder", "model_name", "stage", unique=True,
               sqlite_where=text(SINGLE_HOLDER_STAGES),
               postgresql_where=text(SINGLE_HOLDER_STAGES)),
+        Index("uq_model_versions_label", "model_name", "label", unique=True),
     )
 
     model_name: Mapped[str] = mapped_column(String(255), primary_key=True)
@@ -303,6 +306,7 @@ class ModelVersionRow(Base):
     features_hash: Mapped[str | None] = mapped_column(String(64))
     environment: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    label: Mapped[str | None] = mapped_column(String(64))
 
 
 class StageChangeRow(Base):

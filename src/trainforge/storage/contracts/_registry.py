@@ -27,7 +27,13 @@ class RegistryStore(Protocol):
       distinct numbers (`Conflict` only if no number could be taken after many retries).
       `NotFound` for a missing run. It adds the version's first history entry (`registered`,
       naming `user`: who ran the pipeline that registered it);
+    - a version may carry a `label`, the version its client named it ("3.1"; None: none),
+      unique per model: registering a label another version of the model has raises
+      `Conflict` naming the model and the label, and registers nothing (of concurrent
+      registrations of one label, exactly one is stored). The store does not judge a label's
+      form (`trainforge.registry` does);
     - `get_model_version` raises `NotFound` naming the model and version;
+      `get_model_version_by_label` raises `NotFound` naming the model and label;
     - `list_model_versions` orders by model name, then version number (cursor: that pair); a
       version's fields never change here, only its stage (`change_stage`), and it is never
       deleted;
@@ -68,9 +74,12 @@ class RegistryStore(Protocol):
         features_hash: str | None = None,
         environment: dict[str, Any] | None = None,
         user: str = "",
+        label: str | None = None,
     ) -> ModelVersion: ...
 
     def get_model_version(self, model_name: str, version: str) -> ModelVersion: ...
+
+    def get_model_version_by_label(self, model_name: str, label: str) -> ModelVersion: ...
 
     def list_model_versions(
         self, model_name: str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None
