@@ -66,7 +66,7 @@ def _request_of(route: APIRoute) -> tuple[str, str, dict[str, Any]]:
     """A request of the route: its method, a path with every parameter filled, and a body of
     the media type it takes."""
     path = route.path
-    for name in ("experiment_id", "run_id", "name", "version", "key:path", "name:path"):
+    for name in ("experiment_id", "run_id", "name", "version", "key:path", "name:path", "ref"):
         path = path.replace("{" + name + "}", "nothing")
     method = sorted(route.methods)[0]
     body: dict[str, Any] = {}

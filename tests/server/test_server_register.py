@@ -15,7 +15,7 @@ from live_server import live_server
 
 from trainforge.config import Settings, load_spec
 from trainforge.entities import Role, RunStatus
-from trainforge.registry import register_version
+from trainforge.registry import register_version, set_alias
 from trainforge.server import create_server_app, issue_token
 from trainforge.session import Session
 
@@ -121,3 +121,12 @@ def test_registering_as_none_skips_the_gates_and_other_stages_are_refused(
     with pytest.raises(ValueError, match="registered to staging or none, then promoted"):
         register_version(session.store, session.artifacts, "plain", "0.2",
                          "file:///models/plain", {}, "canary")
+
+
+def test_an_alias_cannot_take_a_labels_name(registry: Registry) -> None:
+    session = registry.session
+    register_version(session.store, session.artifacts, "aliased", "v7", "file:///models/a",
+                     {}, "none")
+    with pytest.raises(ValueError, match="alias 'v7': it is the label of aliased version 1"):
+        set_alias(session.store, "aliased", "v7", "1")
+    assert set_alias(session.store, "aliased", "champion", "v7").label == "v7"  # a label names

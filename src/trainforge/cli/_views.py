@@ -87,6 +87,7 @@ def version_fields(version: ModelVersion) -> list[tuple[str, Any]]:
     return [
         ("model", version.model_name),
         ("version", version.version),
+        ("label", version.label),
         ("stage", version.stage.value),
         ("run_id", version.run_id),
         ("data_version", version.data_version_id),

@@ -155,10 +155,18 @@ def parse_reference(text: str) -> tuple[str, str | None]:
 
 def set_alias(store: RegistryStore, model_name: str, alias: str, version: str) -> ModelVersion:
     """Point `alias` at a version (moving it); `ValueError` for an alias that is not a name
-    (a letter, then letters, digits, `_.-`) or is a stage's name."""
+    (a letter, then letters, digits, `_.-`), is a stage's name or is a version's label (which
+    would name that version first)."""
     if not _ALIAS.fullmatch(alias) or alias in {stage.value for stage in ModelStage}:
         raise ValueError(f"alias {alias!r}: expected a name starting with a letter (letters, "
                          "digits, _ . -), not a stage's name")
+    try:
+        labelled = store.get_model_version_by_label(model_name, alias)
+    except NotFound:
+        labelled = None
+    if labelled is not None:
+        raise ValueError(f"alias {alias!r}: it is the label of {model_name} version "
+                         f"{labelled.version}, which it names already")
     target = resolve_version(store, model_name, version)
     store.set_alias(model_name, alias, target.version)
     return target

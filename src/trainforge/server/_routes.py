@@ -20,7 +20,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from trainforge.entities import MetricPoint, RunStatus
+from trainforge.entities import DataTag, MetricPoint, RunStatus
 from trainforge.errors import ArtifactError, NotFound, ObjectNotFound
 from trainforge.registry import promote, register_version
 from trainforge.server._auth import EDITOR, VIEWER
@@ -29,6 +29,8 @@ from trainforge.server._schemas import (
     ArtifactList,
     ArtifactOut,
     BatchOut,
+    DataVersionOut,
+    DataVersionPage,
     EndRequest,
     ErrorAnswer,
     ExperimentOut,
@@ -52,6 +54,7 @@ from trainforge.server._schemas import (
 )
 from trainforge.server._tokens import Caller
 from trainforge.session import Session
+from trainforge.storage import DataVersionStore
 
 PREFIX = "/api/v1"
 MAX_ARTIFACT_BYTES = 1024**3  # an upload's limit; JSON bodies have theirs (`_app`)
@@ -136,6 +139,42 @@ def register_model(request: Request, body: RegisterRequest, caller: Editor) -> M
     version = register_version(session.store, session.artifacts, body.name, body.version,
                                body.artifact_uri, body.metrics, body.stage, user=caller.user)
     return ModelVersionOut.of(version)
+
+
+def list_data_versions(request: Request, _: Viewer, limit: Limit = 100,
+                       cursor: Cursor = None) -> DataVersionPage:
+    """Data versions (content-addressed snapshots and the sources runs read), with their
+    names."""
+    store = _session(request).store
+    page = store.list_data_versions(limit=limit, cursor=cursor)
+    tags: dict[str, list[DataTag]] = {}
+    for tag in store.list_data_tags():
+        tags.setdefault(tag.data_version_id, []).append(tag)
+    return DataVersionPage(items=[DataVersionOut.of(v, tags.get(v.data_version_id, []))
+                                  for v in page.items], next_cursor=page.next_cursor)
+
+
+def get_data_version(request: Request, ref: str, _: Viewer) -> DataVersionOut:
+    """One data version with its files: by id, a unique id prefix of 6 or more characters, or
+    NAME@TAG (NAME@3, NAME@latest)."""
+    store = _session(request).store
+    version = store.get_data_version(_data_version_id(store, ref))
+    return DataVersionOut.of(version, store.list_data_tags(version.data_version_id),
+                             files=True)
+
+
+def _data_version_id(store: DataVersionStore, ref: str) -> str:
+    if "@" in ref:
+        name, _, tag = ref.partition("@")
+        return store.get_data_tag(name, tag).data_version_id
+    if len(ref) < 6:
+        raise ValueError(f"data version {ref!r}: give at least 6 characters of its id, or "
+                         "NAME@TAG")
+    found = store.data_version_ids(ref)
+    if len(found) != 1:
+        raise NotFound(f"data version {ref!r}: " + ("no stored id starts so" if not found
+                                                    else "more than one id starts so"))
+    return found[0]
 
 
 def create_experiment(request: Request, body: ExperimentRequest, _: Editor) -> ExperimentOut:
@@ -259,6 +298,8 @@ ROUTES = (
     ("GET", "/models/{name}/versions", list_model_versions),
     ("PUT", "/models/{name}/versions/{version}/stage", change_stage),
     ("POST", "/models/register", register_model),
+    ("GET", "/data/versions", list_data_versions),
+    ("GET", "/data/versions/{ref}", get_data_version),
     ("POST", "/experiments", create_experiment),
     ("POST", "/experiments/{experiment_id}/runs", create_run),
     ("PUT", "/runs/{run_id}/params", log_params),

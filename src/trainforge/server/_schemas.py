@@ -10,6 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainforge.entities import (
+    DataTag,
+    DataVersion,
     Experiment,
     MetricPoint,
     ModelStage,
@@ -225,6 +227,26 @@ class PointOut(_Answer):
                    step=point.step, timestamp=point.timestamp)
 
 
+class DataVersionOut(_Answer):
+    data_version_id: str
+    source: str
+    num_rows: int
+    created_at: datetime | None
+    names: list[str] = Field(description="NAME@NUMBER for each name it is numbered under, "
+                                         "else its other tags")
+    files: list[dict[str, Any]] | None = Field(
+        None, description="each file's name, sha256 and rows (one version's answer only)")
+
+    @classmethod
+    def of(cls, version: DataVersion, tags: list[DataTag],
+           files: bool = False) -> DataVersionOut:
+        numbered = [f"{t.name}@{t.tag}" for t in tags if t.tag.isdigit()]
+        return cls(data_version_id=version.data_version_id, source=version.source,
+                   num_rows=version.num_rows, created_at=version.created_at,
+                   names=numbered or [f"{t.name}@{t.tag}" for t in tags],
+                   files=[dict(f) for f in version.files] if files else None)
+
+
 class Listing(_Answer):
     """One page of a listing; `next_cursor` fetches the next (null on the last)."""
 
@@ -241,6 +263,10 @@ class RunPage(Listing):
 
 class ModelVersionPage(Listing):
     items: list[ModelVersionOut]
+
+
+class DataVersionPage(Listing):
+    items: list[DataVersionOut]
 
 
 class PointPage(Listing):
