@@ -25,11 +25,11 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from server_home import editor_session
 
 from trainforge.config import Settings
 from trainforge.entities import DataVersion, ModelStage, Role, RunStatus
-from trainforge.server import authenticate, create_server_app, issue_token
-from trainforge.session import Session
+from trainforge.server import authenticate, create_server_app
 from trainforge.storage import Store, open_store
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
@@ -47,11 +47,8 @@ class Api:
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    home = tmp_path_factory.mktemp("api-home")
-    session = Session.open(Settings.from_env({"TRAINFORGE_HOME": str(home)}))
+    session, token = editor_session(tmp_path_factory.mktemp("api-home"), "ann")
     store = session.store
-    store.add_user("ann", Role.EDITOR)
-    token, _ = issue_token(store, "ann")
     experiment = store.get_or_create_experiment("fraud").experiment_id
     run_ids = []
     for number in range(5):

@@ -15,12 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from live_server import live_server
+from server_home import editor_session
 
-from trainforge.config import Settings
-from trainforge.entities import Role
-from trainforge.server import create_server_app, issue_token
+from trainforge.server import create_server_app
 from trainforge.server._paths import BadPath, artifact_name
-from trainforge.session import Session
 
 PIECES = ["..", ".", "/", "\\", "%2e", "%2f", "%25", "%00", "\x00", ";", "#", "?", ":", "a",
           "b.txt", "file:", "C:", "~", " ", "\n", "%252e", "//"]
@@ -79,9 +77,7 @@ class Live:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     home = tmp_path_factory.mktemp("paths-home")
-    session = Session.open(Settings.from_env({"TRAINFORGE_HOME": str(home)}))
-    session.store.add_user("ann", Role.EDITOR)
-    token, _ = issue_token(session.store, "ann")
+    session, token = editor_session(home, "ann")
     experiment = session.store.get_or_create_experiment("paths").experiment_id
     run = session.store.create_run(experiment, {}, {}, session.artifacts.run_uri("r1"),
                                    run_id="r1")

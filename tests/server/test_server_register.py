@@ -12,11 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 from live_server import live_server
+from server_home import editor_session
 
-from trainforge.config import Settings, load_spec
-from trainforge.entities import Role, RunStatus
+from trainforge.config import load_spec
+from trainforge.entities import RunStatus
 from trainforge.registry import register_version, set_alias
-from trainforge.server import create_server_app, issue_token
+from trainforge.server import create_server_app
 from trainforge.session import Session
 
 FRAUD_SPEC = Path(__file__).resolve().parents[2] / "examples" / "fraud" / "pipeline.yaml"
@@ -33,10 +34,7 @@ class Registry:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    home = tmp_path_factory.mktemp("register-home")
-    session = Session.open(Settings.from_env({"TRAINFORGE_HOME": str(home)}))
-    session.store.add_user("ci", Role.EDITOR)
-    token, _ = issue_token(session.store, "ci")
+    session, token = editor_session(tmp_path_factory.mktemp("register-home"), "ci")
     with live_server(create_server_app(session)) as client:
         client.headers["Authorization"] = f"Bearer {token}"
         yield Registry(client, session)
