@@ -27,12 +27,14 @@ from schemathesis.checks import (
 )
 from server_home import editor_session
 
-from trainforge.config import Settings
+from trainforge.config import Settings, load_spec
 from trainforge.entities import DataVersion, ModelStage, Role, RunStatus
 from trainforge.server import authenticate, create_server_app
 from trainforge.storage import Store, open_store
+from trainforge.tuning import StudyContext, create_study, open_storage
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
+DIGITS_SPEC = Path(__file__).resolve().parents[2] / "examples" / "digits" / "pipeline.yaml"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 
@@ -40,6 +42,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 @dataclass
 class Api:
     client: httpx.Client
+    home: Path
     store: Store
     experiment_id: str
     run_ids: list[str]  # oldest first
@@ -47,7 +50,8 @@ class Api:
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    session, token = editor_session(tmp_path_factory.mktemp("api-home"), "ann")
+    home = tmp_path_factory.mktemp("api-home")
+    session, token = editor_session(home, "ann")
     store = session.store
     experiment = store.get_or_create_experiment("fraud").experiment_id
     run_ids = []
@@ -59,7 +63,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         run_ids.append(run.run_id)
     with live_server(create_server_app(session)) as client:
         client.headers["Authorization"] = f"Bearer {token}"
-        yield Api(client, store, experiment, run_ids)
+        yield Api(client, home, store, experiment, run_ids)
 
 
 def test_the_seeds_run_endpoint_answers_the_run_and_nothing_of_its_system(api: Api) -> None:
@@ -221,6 +225,26 @@ def test_data_versions_are_listed_with_their_names_and_read_by_id_prefix_or_name
     untagged = api.client.get("/api/v1/data/versions/nope@1")
     assert short.status_code == 400 and "6 characters" in short.json()["detail"]
     assert unknown.status_code == 404 and untagged.status_code == 404
+
+
+def test_studies_are_listed_and_shown_as_tune_show_shows_them(api: Api) -> None:
+    spec = load_spec(DIGITS_SPEC)  # its tuning: section, a budget of 12 trials
+    study_run = api.store.create_run(api.experiment_id, {}, {}, "unused")
+    storage = open_storage(Settings.from_env({"TRAINFORGE_HOME": str(api.home)})
+                           .database_url.get_secret_value())
+    create_study(storage, "digits-api", StudyContext(spec, None, (), study_run.run_id, None),
+                 "pipeline.yaml")
+
+    listed = api.client.get("/api/v1/studies").json()["items"]
+    shown = api.client.get("/api/v1/studies/digits-api").json()
+    missing = api.client.get("/api/v1/studies/nope")
+
+    assert [(s["name"], s["trials"], s["best_value"]) for s in listed] == [("digits-api", 12,
+                                                                            None)]
+    assert (shown["study_run_id"], shown["states"], shown["best"]) == (
+        study_run.run_id, {"waiting": 12}, None)
+    assert len(shown["trials"]) == 12 and shown["metric"] == spec.tuning.objective.metric
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
 def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(api: Api) -> None:

@@ -14,6 +14,7 @@ import re
 import tempfile
 import uuid
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Annotated, Any, BinaryIO, cast
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
@@ -49,6 +50,9 @@ from trainforge.server._schemas import (
     RunRequest,
     StageChangeOut,
     StageRequest,
+    StudyDetail,
+    StudyList,
+    StudyOut,
     ValuesRequest,
     WhoAmI,
 )
@@ -177,6 +181,39 @@ def _data_version_id(store: DataVersionStore, ref: str) -> str:
     return found[0]
 
 
+def list_studies(request: Request, _: Viewer) -> StudyList:
+    """Every tuning study in the database."""
+    tuning = _tuning()
+    return StudyList(items=[StudyOut(**study)
+                            for study in tuning.list_studies(_tuning_storage(request))])
+
+
+def get_study(request: Request, name: str, _: Viewer) -> StudyDetail:
+    """A study's trials, best trial, trials per state and parameter importances."""
+    summary = _tuning().read_study(_tuning_storage(request), name, _session(request).store)
+    return StudyDetail.model_validate(summary.to_json())
+
+
+def _tuning() -> ModuleType:
+    try:
+        import optuna  # noqa: F401  (the `tune` extra; `trainforge.tuning` imports it lazily)
+    except ImportError:
+        raise HTTPException(501, "studies need the optional 'tune' dependencies: pip install "
+                            "'trainforge[tune]'") from None
+    import trainforge.tuning as tuning
+
+    return tuning
+
+
+def _tuning_storage(request: Request) -> Any:
+    """Optuna's storage in the server's database, opened on first use."""
+    state = request.app.state
+    if getattr(state, "tuning_storage", None) is None:
+        url = _session(request).settings.database_url.get_secret_value()
+        state.tuning_storage = _tuning().open_storage(url)
+    return state.tuning_storage
+
+
 def create_experiment(request: Request, body: ExperimentRequest, _: Editor) -> ExperimentOut:
     """The experiment of that name, made if there is none (its description then set)."""
     store = _session(request).store
@@ -300,6 +337,8 @@ ROUTES = (
     ("POST", "/models/register", register_model),
     ("GET", "/data/versions", list_data_versions),
     ("GET", "/data/versions/{ref}", get_data_version),
+    ("GET", "/studies", list_studies),
+    ("GET", "/studies/{name}", get_study),
     ("POST", "/experiments", create_experiment),
     ("POST", "/experiments/{experiment_id}/runs", create_run),
     ("PUT", "/runs/{run_id}/params", log_params),
@@ -317,6 +356,7 @@ ROUTES = (
 
 REFUSALS = {
     400: "a malformed filter, sort or cursor", 401: "no valid API token",
+    501: "an optional dependency the route needs is not installed",
     403: "the token's role is below the route's", 404: "what the path names does not exist",
     409: "another change came first", 422: "the request breaks its schema, or a promotion "
     "was refused (then with each gate's result)", 429: "too many failed token attempts",

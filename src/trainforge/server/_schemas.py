@@ -247,6 +247,42 @@ class DataVersionOut(_Answer):
                    files=[dict(f) for f in version.files] if files else None)
 
 
+class StudyOut(_Answer):
+    name: str
+    direction: str
+    trials: int
+    best_value: float | None
+    started: datetime | None
+
+
+class StudyList(_Answer):
+    items: list[StudyOut]
+
+
+class TrialOut(_Answer):
+    number: int
+    state: str
+    value: float | None
+    params: dict[str, Any]
+    run_id: str | None
+    duration_s: float | None
+    error: str | None
+
+
+class StudyDetail(_Answer):
+    """A study as `trainforge tune show` shows it: its trials, the best, the count per state
+    and the parameter importances."""
+
+    name: str
+    metric: str
+    direction: str
+    study_run_id: str
+    states: dict[str, int]
+    best: TrialOut | None
+    importances: dict[str, float]
+    trials: list[TrialOut]
+
+
 class Listing(_Answer):
     """One page of a listing; `next_cursor` fetches the next (null on the last)."""
 
