@@ -5,6 +5,7 @@ the stages refuse; and the CLI that manages users and tokens."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -75,6 +76,15 @@ def test_the_seeds_run_endpoint_answers_the_run_and_nothing_of_its_system(api: A
     assert (run["run_id"], run["status"], run["params"]) == (run_id, "completed", {"lr": 0.01})
     assert run["metrics"]["test_roc_auc"] == pytest.approx(0.82)
     assert "system" not in run and "environment" not in run and "secret-box" not in answer.text
+
+
+def test_a_metric_json_cannot_hold_is_answered_null(api: Api) -> None:
+    run_id = api.run_ids[3]
+    api.store.set_summary_metrics(run_id, {"overflowed_loss": math.inf})
+
+    answer = api.client.get(f"/api/v1/experiments/{api.experiment_id}/runs/{run_id}")
+
+    assert answer.status_code == 200 and answer.json()["metrics"]["overflowed_loss"] is None
 
 
 def test_a_run_of_another_experiment_or_none_is_404_naming_it(api: Api) -> None:

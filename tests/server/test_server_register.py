@@ -19,6 +19,7 @@ from trainforge.entities import RunStatus
 from trainforge.registry import register_version, set_alias
 from trainforge.server import create_server_app
 from trainforge.session import Session
+from trainforge.tracking import RegistrationEntry, system_of
 
 FRAUD_SPEC = Path(__file__).resolve().parents[2] / "examples" / "fraud" / "pipeline.yaml"
 SEED_BODY = {"name": "fraud_detector", "version": "3.1",
@@ -54,7 +55,9 @@ def test_the_seeds_registration_then_its_promotion_by_label(registry: Registry) 
     store = registry.session.store
     run = store.get_run(store.get_model_version("fraud_detector", "1").run_id)
     assert run.status is RunStatus.COMPLETED and run.artifact_uri == SEED_BODY["artifact_uri"]
-    assert run.params["registered"]["label"] == "3.1" and run.tags["registered_by"] == "ci"
+    assert system_of(run).registration == RegistrationEntry(
+        model="fraud_detector", label="3.1", artifact_uri=SEED_BODY["artifact_uri"], user="ci")
+    assert (run.params, run.tags) == ({}, {})  # what trainforge records is no user's param
 
 
 def test_a_label_taken_is_409_and_leaves_nothing_behind(registry: Registry) -> None:

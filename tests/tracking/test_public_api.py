@@ -7,7 +7,8 @@ from trainforge import tracking
 def test_tracking_exports_are_pinned():
     assert tracking.__all__ == [
         "CheckpointEntry", "CodeEntry", "CodeRead", "DEFAULT_CRASH_TIMEOUT_S", "DIFF_ARTIFACT",
-        "DataEntry", "GitState", "LaunchShape", "PbtEntry", "ResumeEntry", "RunComparison",
+        "DataEntry", "GitState", "LaunchShape", "PbtEntry", "RegistrationEntry", "ResumeEntry",
+        "RunComparison",
         "RunHandle", "RunRecorder", "SilentRun", "SpecEntry", "SystemRecord", "TuningEntry",
         "active_run", "capture_environment", "code_object_key", "collect_crashed_runs",
         "compare_runs", "comparison", "default_store", "get_metric_history", "get_run",

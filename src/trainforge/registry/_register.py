@@ -5,8 +5,9 @@ artifact folder of a run this store knows (`ArtifactStore.run_uri(run_id)`), the
 that run's: its lineage (data version, git commit, environment) and the threshold gates its
 spec declares (`evaluation.gates`, over the run's metrics with the given ones over them), as
 the pipeline's register step decides them. Otherwise a run is recorded for the registration
-itself (experiment `registered`, ended `completed`, its params naming the URI and its summary
-the metrics given), so every version has a run; no spec gates it.
+itself (experiment `registered`, ended `completed`, its `registration` system entry naming the
+model, label, URI and user, its summary the metrics given), so every version has a run; no
+spec gates it.
 
 Rules:
 - `label` is the version the client gave (the seed's `"3.1"`): letters, digits and `. _ + -`,
@@ -31,7 +32,7 @@ from trainforge.registry._lineage import environment_summary
 from trainforge.registry._promotion import threshold_gates
 from trainforge.storage import ExperimentStore, MetricStore, RegistryStore, RunStore
 from trainforge.storage.artifacts import ArtifactStore
-from trainforge.tracking import recorded_spec_of
+from trainforge.tracking import RegistrationEntry, SystemRecord, recorded_spec_of
 
 REGISTERED_EXPERIMENT = "registered"
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
@@ -66,7 +67,6 @@ def register_version(store: RegistrationStore, artifacts: ArtifactStore, model_n
                          "none, then promoted (PUT .../versions/{version}/stage)")
     run = _run_of(store, artifacts, artifact_uri)
     if run is not None:
-        _check_label_free(store, model_name, label)
         _check_gates(run, {**run.metrics, **metrics}, model_name, label, target)
         return store.create_model_version(
             model_name, run.run_id, artifact_uri, target, dict(metrics),
@@ -74,10 +74,10 @@ def register_version(store: RegistrationStore, artifacts: ArtifactStore, model_n
             environment=environment_summary(run.environment), user=user, label=label)
     _check_label_free(store, model_name, label)
     experiment = store.get_or_create_experiment(REGISTERED_EXPERIMENT).experiment_id
-    registration = store.create_run(
-        experiment, {"registered": {"model": model_name, "label": label,
-                                    "artifact_uri": artifact_uri}},
-        {}, artifact_uri, run_id=uuid.uuid4().hex, tags={"registered_by": user})
+    entry = RegistrationEntry(model=model_name, label=label, artifact_uri=artifact_uri,
+                              user=user)
+    registration = store.create_run(experiment, {}, {}, artifact_uri, run_id=uuid.uuid4().hex,
+                                    system=SystemRecord(registration=entry).entries())
     store.set_summary_metrics(registration.run_id, dict(metrics))
     try:
         version = store.create_model_version(model_name, registration.run_id, artifact_uri,
@@ -90,6 +90,8 @@ def register_version(store: RegistrationStore, artifacts: ArtifactStore, model_n
 
 
 def _check_label_free(store: RegistryStore, model_name: str, label: str) -> None:
+    """`Conflict` before a registration run is recorded for a label taken (the store would
+    refuse the version only after it)."""
     try:
         taken = store.get_model_version_by_label(model_name, label)
     except NotFound:

@@ -4,6 +4,7 @@ secret) reaches no client until a schema names it."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
@@ -20,6 +21,12 @@ from trainforge.entities import (
     StageChange,
 )
 from trainforge.registry import check_label
+from trainforge.versioning import names_of
+
+
+def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
+    """Metrics as JSON holds them: NaN and infinity (which JSON has not) as null."""
+    return {k: v if math.isfinite(v) else None for k, v in metrics.items()}
 
 
 class _Answer(BaseModel):
@@ -65,7 +72,7 @@ class RunOut(_Answer):
     status: str
     params: dict[str, Any]
     metrics: dict[str, float | None] = Field(description="the latest value of each metric "
-                                                         "(NaN as null)")
+                                                         "(NaN and infinity as null)")
     tags: dict[str, Any]
     started_at: datetime
     ended_at: datetime | None
@@ -78,8 +85,7 @@ class RunOut(_Answer):
     @classmethod
     def of(cls, run: Run) -> RunOut:
         return cls(run_id=run.run_id, experiment_id=run.experiment_id, status=run.status.value,
-                   params=run.params, metrics={k: None if v != v else v
-                                               for k, v in run.metrics.items()},
+                   params=run.params, metrics=_finite(run.metrics),
                    tags=run.tags, started_at=run.started_at, ended_at=run.ended_at,
                    duration_s=run.duration_s, git_commit=run.git_commit,
                    data_version_id=run.data_version_id, parent_run_id=run.parent_run_id,
@@ -102,7 +108,7 @@ class ModelVersionOut(_Answer):
         return cls(name=version.model_name, version=version.version, label=version.label,
                    stage=version.stage.value,
                    run_id=version.run_id, created_at=version.created_at,
-                   metrics={k: None if v != v else v for k, v in version.metrics.items()},
+                   metrics=_finite(version.metrics),
                    data_version_id=version.data_version_id, git_commit=version.git_commit)
 
 
@@ -223,7 +229,7 @@ class PointOut(_Answer):
 
     @classmethod
     def of(cls, point: MetricPoint) -> PointOut:
-        return cls(key=point.key, value=None if point.value != point.value else point.value,
+        return cls(key=point.key, value=point.value if math.isfinite(point.value) else None,
                    step=point.step, timestamp=point.timestamp)
 
 
@@ -240,10 +246,9 @@ class DataVersionOut(_Answer):
     @classmethod
     def of(cls, version: DataVersion, tags: list[DataTag],
            files: bool = False) -> DataVersionOut:
-        numbered = [f"{t.name}@{t.tag}" for t in tags if t.tag.isdigit()]
         return cls(data_version_id=version.data_version_id, source=version.source,
                    num_rows=version.num_rows, created_at=version.created_at,
-                   names=numbered or [f"{t.name}@{t.tag}" for t in tags],
+                   names=names_of(tags),
                    files=[dict(f) for f in version.files] if files else None)
 
 

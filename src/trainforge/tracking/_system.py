@@ -25,6 +25,7 @@ One model, `SystemRecord`, and one writer per entry:
     tuning           the study (and the trial)            tuning's study and trial objective
     pbt              the study, or a member               run_pbt
     reproduces       the run it reproduces                `trainforge reproduce`
+    registration     the model registered from elsewhere  registry.register_version
 
 Writers hand `SystemRecord`s to `open_run(system=...)` / `RunHandle.set_system`; the stored
 JSON is its entries (`entries()`), merged key by key. `system_of(run)` reads them back; an
@@ -92,6 +93,16 @@ class ResumeEntry(_Entry):
     changes: list[list[Any]]
 
 
+class RegistrationEntry(_Entry):
+    """A run recorded for a model registered from elsewhere: what was registered, from where,
+    by whom (`registry.register_version`)."""
+
+    model: str
+    label: str
+    artifact_uri: str
+    user: str
+
+
 class LaunchShape(_Entry):
     nproc_per_node: int
     nnodes: int
@@ -133,6 +144,7 @@ class SystemRecord(BaseModel):
     tuning: TuningEntry | None = None
     pbt: PbtEntry | None = None
     reproduces: str | None = None
+    registration: RegistrationEntry | None = None
 
     def entries(self) -> dict[str, Any]:
         """The entries recorded (not None), as the stored JSON holds them."""

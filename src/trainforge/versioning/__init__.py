@@ -13,7 +13,7 @@ from trainforge._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trainforge.versioning._manifest import Manifest, ManifestEntry
-    from trainforge.versioning._names import version_label, version_names
+    from trainforge.versioning._names import names_of, version_label, version_names
     from trainforge.versioning._open import open_repository
     from trainforge.versioning._repository import (
         DataDiff,
@@ -28,6 +28,7 @@ _EXPORTS = {
     "Manifest": "trainforge.versioning._manifest",
     "ManifestEntry": "trainforge.versioning._manifest",
     "Snapshot": "trainforge.versioning._repository",
+    "names_of": "trainforge.versioning._names",
     "object_key": "trainforge.versioning._repository",
     "open_repository": "trainforge.versioning._open",
     "version_label": "trainforge.versioning._names",
@@ -35,7 +36,7 @@ _EXPORTS = {
 }
 
 __all__ = ["DataDiff", "DataRepository", "Manifest", "ManifestEntry", "Snapshot",
-           "object_key", "open_repository", "version_label",
+           "names_of", "object_key", "open_repository", "version_label",
            "version_names"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

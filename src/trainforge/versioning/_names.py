@@ -3,13 +3,20 @@ object store, no table reader), so `runs show` and error messages stay cheap."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from trainforge.entities import DataTag
 from trainforge.storage.contracts import DataVersionStore
 
 
 def version_names(versions: DataVersionStore, version_id: str) -> list[str]:
-    """How people name a data version: `NAME@NUMBER` for each name it is numbered under,
-    else its other tags (`NAME@TAG`); empty for a version only a run read."""
-    tags = versions.list_data_tags(version_id)
+    """How people name a data version (`names_of` its tags)."""
+    return names_of(versions.list_data_tags(version_id))
+
+
+def names_of(tags: Sequence[DataTag]) -> list[str]:
+    """A data version's names from its tags: `NAME@NUMBER` for each name it is numbered
+    under, else its other tags (`NAME@TAG`); empty for a version only a run read."""
     numbered = [f"{t.name}@{t.tag}" for t in tags if t.tag.isdigit()]
     return numbered or [f"{t.name}@{t.tag}" for t in tags]
 
