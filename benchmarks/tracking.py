@@ -153,9 +153,13 @@ def query_latency(url: str, args: argparse.Namespace) -> dict[str, Any]:
         store.close()
 
 
-def generate(store: SqlStore, runs: int, metrics: int, steps: int) -> list[str]:
-    """Runs with nested params, `metrics` series of `steps` points (one bulk insert per run)
-    and a summary `test_auc`."""
+NESTED_PARAMS = 6
+
+
+def generate(store: SqlStore, runs: int, metrics: int, steps: int,
+             params_per_run: int = NESTED_PARAMS) -> list[str]:
+    """Runs with `params_per_run` params (6 nested, the rest flat under `sweep`), `metrics`
+    series of `steps` points (one bulk insert per run) and a summary `test_auc`."""
     rng = random.Random(0)
     experiment = store.get_or_create_experiment("bench").experiment_id
     run_ids = []
@@ -163,6 +167,9 @@ def generate(store: SqlStore, runs: int, metrics: int, steps: int) -> list[str]:
         params = {"training": {"optimizer": {"lr": 10 ** rng.uniform(-5, -1), "name": "adamw"},
                                "batch_size": rng.choice([64, 128, 256]), "epochs": 10},
                   "model": {"hidden": [64, 32], "dropout": rng.random() / 2}}
+        if params_per_run > NESTED_PARAMS:
+            params["sweep"] = {f"p{k}": rng.random()
+                               for k in range(params_per_run - NESTED_PARAMS)}
         run = store.create_run(experiment, params, {"bench": True}, "file:///bench")
         points = [MetricPoint(f"m{k}", rng.random(), step, 1.7e9 + index + step / 1e3)
                   for k in range(metrics) for step in range(steps)]

@@ -13,12 +13,15 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pg_databases import ReusedDatabase, ReusedDatabases, fresh_database
 
 from trainforge.storage import Store, open_store
+
+if TYPE_CHECKING:
+    from live_server import RestServer
 
 pytest_plugins = ["fraud_fixtures"]
 
@@ -104,7 +107,14 @@ def db_url(backend: str, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store(backend: str, request: pytest.FixtureRequest) -> Iterator[Store]:
+def store(sql_store: Store) -> Store:
+    """`sql_store`: the store of each backend (the contract suite adds `trainforge server`'s
+    in its own conftest)."""
+    return sql_store
+
+
+@pytest.fixture
+def sql_store(backend: str, request: pytest.FixtureRequest) -> Iterator[Store]:
     """A migrated, empty store on each backend, opened as users open it (`open_store`); its
     connections are closed afterwards. The contract suite takes each area from it. On SQLite
     it is a fresh file; on PostgreSQL the test process's database, emptied afterwards (a test
@@ -122,6 +132,29 @@ def store(backend: str, request: pytest.FixtureRequest) -> Iterator[Store]:
         opened.close()
         if database is not None:
             database.empty()
+
+
+@pytest.fixture(scope="session")
+def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
+    """`trainforge server` on loopback for the whole session, with an editor's token in its
+    URL (the store contract suite and the object store contract run on it)."""
+    from live_server import RestServer, live_server
+
+    from trainforge.config import Settings
+    from trainforge.entities import Role
+    from trainforge.server import create_server_app, issue_token
+    from trainforge.session import Session
+
+    home = tmp_path_factory.mktemp("rest-server")
+    users = open_store(f"sqlite:///{home / 'users.db'}")
+    users.add_user("client", Role.EDITOR)
+    token, _ = issue_token(users, "client")
+    app = create_server_app(Session(Settings.from_env({"TRAINFORGE_HOME": str(home)}),
+                                    store=users))
+    with live_server(app) as client:
+        yield RestServer(app, str(client.base_url).replace("://", f"://:{token}@"), home,
+                         users)
+    users.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """A real uvicorn server on a free loopback port, run in a thread for the length of a test,
-the router of a trained model's serve app, and records as its clients send them."""
+the router of a trained model's serve app, `trainforge server`'s session swapped per test
+(`RestServer`), and records as its clients send them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +20,10 @@ import uvicorn
 from fastapi import FastAPI
 from trained_fraud import TrainedFraud
 
+from trainforge.config import Settings
 from trainforge.serving import VersionRouter, load_served_version
+from trainforge.session import Session
+from trainforge.storage import Store
 
 CANARY_SHARE = 0.1
 
@@ -46,6 +52,23 @@ def live_server(app: FastAPI) -> Iterator[httpx.Client]:
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+@dataclass
+class RestServer:
+    """`trainforge server` on loopback; `serve` gives its session another store or artifact
+    root (each test its own), while its users and tokens stay in a store of their own."""
+
+    app: FastAPI
+    url: str  # http://:TOKEN@127.0.0.1:PORT: an editor's token as the password
+    home: Path
+    users: Store  # the users and tokens the server checks
+
+    def serve(self, store: Store | None = None, artifacts: Path | None = None) -> None:
+        env = {"TRAINFORGE_HOME": str(self.home)}
+        if artifacts is not None:
+            env["TRAINFORGE_ARTIFACTS"] = str(artifacts)
+        self.app.state.session = Session(Settings.from_env(env), store=store)
 
 
 def wait_for(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]

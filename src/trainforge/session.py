@@ -6,7 +6,8 @@ environment or holds process-wide state for a run.
     artifacts    the artifact store under the settings' artifact root
     user         who acts (`TRAINFORGE_USER`, else the operating system's user)
     events       where its events about runs go (`EventPublisher`: the store's outbox)
-    credentials  storage options by location (`Credentials`): the credentials file's
+    credentials  storage options by location (`Credentials`): the token of a server's
+                 artifact proxy (`Settings.artifact_proxy_options`), the credentials file's
                  (`TRAINFORGE_CREDENTIALS`, its named profile `TRAINFORGE_PROFILE` over the
                  rest), and a spec's for its data source and checkpoint
                  location over them, given by the entry point that holds the spec; never
@@ -63,7 +64,9 @@ class Session:
                              "credentials file, and TRAINFORGE_CREDENTIALS names none"])
         else:
             given = Credentials()
-        return cls(settings, store, artifacts, given.merged(credentials or Credentials()))
+        proxy = Credentials(settings.artifact_proxy_options())
+        return cls(settings, store, artifacts,
+                   proxy.merged(given).merged(credentials or Credentials()))
 
     @property
     def events(self) -> EventPublisher:

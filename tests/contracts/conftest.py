@@ -1,9 +1,18 @@
-"""The contract suite's fixtures: a store opened with `open_store(db_url)` on every backend
-(SQLite, PostgreSQL), handed to each test as the protocol the test checks."""
+"""The contract suite's fixtures: a store opened with `open_store(url)` on every backend
+(SQLite, PostgreSQL, and `trainforge server` through `RestStore`), handed to each test as the
+protocol the test checks.
+
+The REST backend is the root conftest's `rest_server` (one per test process) serving a fresh
+SQLite store for each test: its users and tokens stay in a store of their own, so each test's
+store starts as empty as the other backends'.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from live_server import RestServer
 
 from trainforge.entities import Pipeline
 from trainforge.storage import (
@@ -14,7 +23,35 @@ from trainforge.storage import (
     RegistryStore,
     RunStore,
     Store,
+    open_store,
 )
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "rest"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each backend in turn: "sqlite", "postgres", then "rest" (a SQLite store behind the
+    server)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store(backend: str, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """On "rest", a `RestStore` of the live server, whose session holds a fresh SQLite store
+    for this test; else the root conftest's store of the backend."""
+    if backend != "rest":
+        yield request.getfixturevalue("sql_store")
+        return
+    server: RestServer = request.getfixturevalue("rest_server")
+    behind = open_store(request.getfixturevalue("sqlite_url"))
+    server.serve(store=behind)
+    opened = open_store(server.url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+        behind.close()
 
 
 @pytest.fixture

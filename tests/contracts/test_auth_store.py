@@ -19,6 +19,12 @@ MONDAY = datetime(2026, 12, 7, 9, 30, 15, 123456, tzinfo=timezone.utc)
 CET = timezone(timedelta(hours=1))
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The SQL backends only: users and tokens never travel to a client (`storage.wire`)."""
+    return str(request.param)
+
+
 @pytest.fixture
 def auth(store: Store) -> AuthStore:
     return store

@@ -86,7 +86,7 @@ def test_each_step_records_through_the_recorder_only(fraud_project, registry, tm
     values |= _steps.split(spec.data, values["raw"], values["validation"])
     values |= _steps.features(spec.features, spec.data, task, values["raw"], values["splits"],
                               run)
-    values |= _steps.train(spec, (), None, values["dataset"], run)
+    values |= _steps.train(spec, (), None, spec.credentials(), values["dataset"], run)
     values |= _steps.evaluate(spec.evaluation, task, values["trained"], values["dataset"],
                               values["splits"], run)
     values |= _steps.gate(spec.evaluation, values["trained"], values["evaluation"], run)

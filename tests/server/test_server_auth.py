@@ -66,11 +66,12 @@ def _request_of(route: APIRoute) -> tuple[str, str, dict[str, Any]]:
     """A request of the route: its method, a path with every parameter filled, and a body of
     the media type it takes."""
     path = route.path
-    for name in ("experiment_id", "run_id", "name", "version", "key:path", "name:path", "ref"):
+    for name in ("experiment_id", "run_id", "name", "version", "key:path", "name:path", "ref",
+                 "prefix:path"):
         path = path.replace("{" + name + "}", "nothing")
     method = sorted(route.methods)[0]
     body: dict[str, Any] = {}
-    if "/artifacts/" in path and method == "PUT":
+    if ("/artifacts/" in path or "/objects/" in path) and method == "PUT":
         body = {"content": b"bytes", "headers": {"Content-Type": "application/octet-stream"}}
     elif method in ("PUT", "POST"):
         body = {"json": {"stage": "archived"}}
@@ -107,6 +108,8 @@ def test_every_route_answers_401_without_a_token_403_below_its_role_and_serves_i
     assert "PUT /api/v1/models/nothing/versions/nothing/stage" in checked
     assert "GET /openapi.json" in checked and "POST /api/v1/runs/nothing/metrics" in checked
     assert "PUT /api/v1/runs/nothing/artifacts/nothing" in checked and len(checked) >= 19
+    assert "POST /api/v1/store/log_metrics" in checked  # the store's wire protocol
+    assert "POST /api/v1/store/add_webhook" in checked and "PUT /api/v1/objects/nothing" in checked
 
 
 def test_an_app_with_a_route_that_decides_nothing_is_refused(server: Server) -> None:

@@ -1,7 +1,8 @@
 """Artifact paths a request names: one resolver refuses every traversal and encoding trick
 (`..`, backslashes, `%2e%2e`, double-encoded `%252e`, `;` parameters, `#`, absolute paths,
-`file:` and drive schemes, NUL bytes), fuzzed; sent raw to a live server they are 400 or 404
-and nothing outside the run's folder is read or written; a real upload reads back."""
+`file:` and drive schemes, NUL bytes), fuzzed; sent raw to a live server, to a run's artifacts
+and to the artifact proxy, they are 400 or 404 and nothing outside is read, written or
+deleted; a real upload reads back."""
 
 from __future__ import annotations
 
@@ -120,3 +121,43 @@ def test_an_upload_reads_back_and_is_listed_and_a_form_post_is_refused(live: Liv
     assert read == (200, payload)
     assert listed[0] == 200 and b"model/weights.bin" in listed[1]
     assert as_text[0] == 415 and missing[0] == 404
+
+
+def test_the_artifact_proxy_refuses_every_trick_and_touches_nothing_outside(live: Live) -> None:
+    (live.home / "secret.txt").write_bytes(b"do not serve")
+    before = _files(live.home)
+    answers = {}
+    for raw in HOSTILE:
+        key = raw.replace("\x00", "%00").replace("\\", "%5C").replace(" ", "%20") \
+            .replace("\n", "%0A")
+        answers[raw] = tuple(live.send(method, path, body)[0] for method, path, body in [
+            ("GET", f"/api/v1/objects/{key}", None),
+            ("PUT", f"/api/v1/objects/{key}", b"overwritten"),
+            ("DELETE", f"/api/v1/objects/{key}", None),
+            ("GET", f"/api/v1/objects-sizes/{key}", None),
+            ("DELETE", f"/api/v1/objects-prefixes/{key}", None),
+            ("GET", f"/api/v1/objects?prefix={key.replace('#', '%23').replace('?', '%3F')}",
+             None),
+        ])
+        assert b"do not serve" not in live.send("GET", f"/api/v1/objects/{key}")[1]
+
+    assert all(set(codes) <= {400, 404} for codes in answers.values()), answers
+    assert _files(live.home) == before  # nothing written, replaced or deleted
+
+
+def test_an_object_put_through_the_proxy_reads_back_and_is_listed(live: Live) -> None:
+    payload = bytes(range(256)) * 4096
+    key = f"{live.run_id}/checkpoints/step-1/model.pt"
+
+    stored = live.send("PUT", f"/api/v1/objects/{key}", payload)
+    read = live.send("GET", f"/api/v1/objects/{key}")
+    size = live.send("GET", f"/api/v1/objects-sizes/{key}")
+    listed = live.send("GET", f"/api/v1/objects?prefix={live.run_id}/checkpoints")
+    as_json = live.send("PUT", f"/api/v1/objects/{key}", b"{}", media="application/json")
+    removed = live.send("DELETE", f"/api/v1/objects-prefixes/{live.run_id}/checkpoints")
+
+    assert stored[0] == 200 and read == (200, payload)
+    assert size == (200, b'{"size":1048576}')
+    assert listed[0] == 200 and key.encode() in listed[1]
+    assert as_json[0] == 415 and removed[0] == 204
+    assert live.send("GET", f"/api/v1/objects/{key}")[0] == 404

@@ -43,10 +43,17 @@ def test_the_trainer_reaches_the_object_store_without_the_sql_store() -> None:
     assert done.stdout.strip() == "False", done.stderr
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", "proxy"])
 def objects(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    """Each kind in turn; "proxy" is a folder of `trainforge server`'s artifact root (a local
+    folder of this test) through its artifact proxy, the token given as a storage option."""
     if request.param == "local":
         return open_object_store(tmp_path / "objects")
+    if request.param == "proxy":
+        server = request.getfixturevalue("rest_server")
+        server.serve(artifacts=tmp_path / "served")
+        base, token = server.url.split("@")[1], server.url.split("@")[0].rpartition(":")[2]
+        return open_object_store(f"http://{base}/api/v1/objects/team", {"token": token})
     bucket, options = request.getfixturevalue("s3_bucket"), request.getfixturevalue("s3_options")
     return open_object_store(f"s3://{bucket}/team/objects", options)
 

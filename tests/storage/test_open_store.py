@@ -10,6 +10,7 @@ from sqlalchemy import create_engine, inspect
 from trainforge.config import Settings
 from trainforge.errors import DatabaseNotFound, StoreError
 from trainforge.storage import SqlStore, open_store
+from trainforge.storage.rest_store import RestStore
 
 
 def test_sql_urls_open_the_sql_store(db_url: str) -> None:
@@ -30,12 +31,12 @@ def test_the_default_url_comes_from_the_settings(_isolated_home: Path) -> None:
         store.close()
 
 
-@pytest.mark.parametrize("url", ["http://ana:secret@tracking:8080", "https://tracking.example"])
-def test_a_server_url_is_refused_until_the_rest_client_exists(url: str) -> None:
-    with pytest.raises(StoreError, match="REST client store comes with `trainforge server`") \
-            as raised:
-        open_store(url)
-    assert "secret" not in str(raised.value)
+@pytest.mark.parametrize("url", ["http://:secret@tracking:8080", "https://tracking.example"])
+def test_a_server_url_opens_the_servers_store_without_showing_its_token(url: str) -> None:
+    store = open_store(url)  # nothing is sent until a method is called
+    assert isinstance(store, RestStore)
+    assert "secret" not in repr(store) + str(store)
+    store.close()
 
 
 @pytest.mark.parametrize(("url", "shown"), [

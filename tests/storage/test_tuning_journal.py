@@ -11,6 +11,7 @@ from typing import Any
 import optuna
 import pytest
 
+from trainforge.errors import StoreError
 from trainforge.storage.sql_tuning_journal import SqlJournalBackend, SqlJournalStorage
 
 WRITERS = 4
@@ -77,3 +78,9 @@ def test_a_running_trial_without_fresh_heartbeats_is_stale(db_url: str) -> None:
     time.sleep(1.2)
     assert storage._get_stale_trial_ids(study._study_id) == [alive._trial_id]  # finished: gone
 
+
+
+def test_a_servers_address_is_refused_naming_what_tuning_needs() -> None:
+    with pytest.raises(StoreError, match="tuning needs the database itself") as caught:
+        SqlJournalBackend("http://:tf_secret@127.0.0.1:8000")
+    assert "tf_secret" not in str(caught.value) and "127.0.0.1:8000" in str(caught.value)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from trainforge.config._pipeline import load_spec, recorded_spec
     from trainforge.config._redaction import redact_argument
     from trainforge.config._secrets import KEEP_CREDENTIALS
-    from trainforge.config._settings import Settings, mask_url_password
+    from trainforge.config._settings import ARTIFACT_PROXY_PATH, Settings, mask_url_password
     from trainforge.config._spec import (
         CheckpointSpec,
         ClipSpec,
@@ -72,6 +72,7 @@ _EXPORTS = {
     "TuningSpec": "trainforge.config._spec",
     "ImputeSpec": "trainforge.config._spec",
     "KEEP_CREDENTIALS": "trainforge.config._secrets",
+    "ARTIFACT_PROXY_PATH": "trainforge.config._settings",
     "MetricLimitSpec": "trainforge.config._spec",
     "MinMaxSpec": "trainforge.config._spec",
     "ModelSpec": "trainforge.config._spec",
@@ -100,6 +101,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ARTIFACT_PROXY_PATH",
     "CheckpointSpec",
     "Credentials",
     "ClipSpec",

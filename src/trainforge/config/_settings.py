@@ -4,9 +4,13 @@ Entry points (the CLI, the server, a worker, `start_run` and the library functio
 without a store) call `Settings.from_env()`; nothing below them reads the environment. Variables:
 
     TRAINFORGE_HOME       folder of local state (default: `.trainforge` in the current folder)
-    TRAINFORGE_DB         database URL (default: the SQLite file `<home>/trainforge.db`)
+    TRAINFORGE_DB         database URL (default: the SQLite file `<home>/trainforge.db`), or
+                          `http(s)://host:port`: the store of `trainforge server`
+    TRAINFORGE_TOKEN      the API token of that server (an editor's), made the password of
+                          the URL and of its artifact proxy's
     TRAINFORGE_ARTIFACTS  artifact root: a folder or a URL such as `s3://bucket/prefix`
-                          (default: `<home>/artifacts`)
+                          (default: `<home>/artifacts`; with a server's URL, the server's
+                          artifact root through its proxy, `<server>/api/v1/objects`)
     TRAINFORGE_USER       who acts, as the model registry's stage history records it
                           (default: the operating system's user name)
     TRAINFORGE_CREDENTIALS  a YAML file of storage options by location (`Credentials.from_file`),
@@ -29,9 +33,11 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+ARTIFACT_PROXY_PATH = "/api/v1/objects"  # where `trainforge server` serves its artifact root
 
 
 class SecretUrl:
@@ -66,7 +72,7 @@ class Settings:
 
     home: Path
     database_url: SecretUrl
-    artifact_root: str
+    artifact_root: str = field(repr=False)  # may hold a server's token: `artifact_root_shown`
     user: str = ""
     credentials_file: Path | None = None
     profile: str | None = None
@@ -78,11 +84,15 @@ class Settings:
         """Settings from `environ` (default: the process environment), relative to `cwd`."""
         env = os.environ if environ is None else environ
         home = Path(env.get("TRAINFORGE_HOME") or (cwd or Path.cwd()) / ".trainforge")
+        database = env.get("TRAINFORGE_DB") or f"sqlite:///{home / 'trainforge.db'}"
+        server = database.startswith(("http://", "https://"))
+        if server and env.get("TRAINFORGE_TOKEN"):
+            database = with_password(database, env["TRAINFORGE_TOKEN"])
         return cls(
             home=home,
-            database_url=SecretUrl(
-                env.get("TRAINFORGE_DB") or f"sqlite:///{home / 'trainforge.db'}"),
-            artifact_root=env.get("TRAINFORGE_ARTIFACTS") or str(home / "artifacts"),
+            database_url=SecretUrl(database),
+            artifact_root=env.get("TRAINFORGE_ARTIFACTS") or (
+                database.rstrip("/") + ARTIFACT_PROXY_PATH if server else str(home / "artifacts")),
             user=env.get("TRAINFORGE_USER") or _os_user(),
             credentials_file=Path(env["TRAINFORGE_CREDENTIALS"])
             if env.get("TRAINFORGE_CREDENTIALS") else None,
@@ -116,6 +126,22 @@ class Settings:
     def tensorboard_dir(self) -> Path:
         return self.home / "tensorboard"
 
+    def artifact_proxy_options(self) -> dict[str, dict[str, str]]:
+        """Storage options by location that open the artifact root when it is a server's
+        proxy holding a token (`http://:TOKEN@host/api/v1/objects`): the token, for the root
+        without it, which is how the locations recorded in runs name it (their checkpoints);
+        else none."""
+        parts = urlsplit(self.artifact_root)
+        if parts.scheme not in ("http", "https") or not parts.password:
+            return {}
+        root = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        return {root.rstrip("/"): {"token": parts.password}}
+
+    @property
+    def artifact_root_shown(self) -> str:
+        """The artifact root with any password (a server's token) replaced by `***`."""
+        return mask_url_password(self.artifact_root)
+
     @property
     def database_url_shown(self) -> str:
         """The database URL with any password replaced by `***`, for messages."""
@@ -128,6 +154,13 @@ def _os_user() -> str:
         return getpass.getuser()
     except (OSError, KeyError):
         return ""
+
+
+def with_password(url: str, password: str) -> str:
+    """`url` with `password` (and no user) in place of its user and password."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f":{password}@{host}"))
 
 
 def mask_url_password(url: str) -> str:

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PipelineSpec
+from trainforge.config import Credentials, PipelineSpec
 from trainforge.errors import TrainforgeError
 from trainforge.orchestration import Dag, Step, StepContext
 from trainforge.orchestration.dag import StepOptions
@@ -42,7 +42,7 @@ def build_training_dag(
     spec: PipelineSpec, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
     preemption: PreemptionNotice | None = None, data: DataRepository | None = None,
     alert: Alert | None = None, quality: bool = True, source: str = "spec",
-    extra: Sequence[Step] = (),
+    extra: Sequence[Step] = (), credentials: Credentials | None = None,
 ) -> Dag:
     """Bind each step to its spec section and services; the wiring is data (names in, names
     out). `registry` receives the model versions (None: a DAG that never registers, such as a
@@ -52,7 +52,7 @@ def build_training_dag(
     `alert` announces data that breaks its contract (a log line and the webhooks); `quality`
     False leaves out the profile and drift steps (a non-reporting rank's DAG). The spec's own
     `steps` join the chain (`source` names the spec file in their errors), then `extra` (steps
-    given in Python)."""
+    given in Python). `credentials` open the checkpoint location (default: the spec's own)."""
     task = spec.model.task
     reading, preparing = _data_steps(spec, data, alert)
     checks = (
@@ -73,7 +73,8 @@ def build_training_dag(
         *checks,
         replace(split, options=split.options.following(step.name for step in checks)),
         featurize,
-        _recorded("train", partial(_steps.train, spec, tuple(callbacks), preemption),
+        _recorded("train", partial(_steps.train, spec, tuple(callbacks), preemption,
+                                   credentials or spec.credentials()),
                   ("dataset",), ("trained",)),
         _recorded("evaluate", partial(_steps.evaluate, spec.evaluation, task),
                   ("trained", "dataset", "splits"), ("evaluation",)),

@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainforge.config import PipelineSpec
+from trainforge.config import Credentials, PipelineSpec, Settings
 from trainforge.entities import RunStatus
 from trainforge.errors import Conflict, SpecError
 from trainforge.orchestration import Dag, RunOptions, Step, value_store
@@ -175,10 +175,13 @@ def _train_on_workers(dag: Dag, spec: PipelineSpec) -> Dag:
 def train_in_process_group(spec: PipelineSpec, dataset: Dataset,
                            run: RunRecorder) -> dict[str, Any]:
     """The train step on a torchrun worker: in the job's process group, stopped by the spec's
-    preemption signals (the worker's main thread installs their handlers)."""
+    preemption signals (the worker's main thread installs their handlers). No credentials
+    cross from the launching process: the worker's own environment (the launcher's) gives
+    the token of a server's artifact proxy, under the spec's options."""
     preemption = PreemptionNotice(spec.training.checkpoint.preempt_on)
+    proxy = Credentials(Settings.from_env().artifact_proxy_options())
     with process_group(spec.training.device), preemption.installed():
-        return train(spec, (), preemption, dataset, run)
+        return train(spec, (), preemption, proxy.merged(spec.credentials()), dataset, run)
 
 
 def _executors(launch: Launch) -> ExecutorChoice:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainforge.config import (
     KEEP_CREDENTIALS,
+    Credentials,
     PipelineSpec,
     apply_overrides,
     load_spec,
@@ -62,11 +63,12 @@ class PipelinePlan:
     def dag(self, registry: RegistryStore | None, callbacks: Sequence[Callback] = (),
             preemption: PreemptionNotice | None = None,
             data: DataRepository | None = None, alert: Alert | None = None,
-            quality: bool = True) -> Dag:
+            quality: bool = True, credentials: Credentials | None = None) -> Dag:
         from trainforge.pipeline._dag import build_training_dag
 
         return build_training_dag(self.spec, registry, callbacks, preemption, data, alert,
-                                  quality, str(self.source or SPEC_OBJECT), self.steps)
+                                  quality, str(self.source or SPEC_OBJECT), self.steps,
+                                  credentials)
 
     def data_dag(self, data: DataRepository | None = None) -> Dag:
         """The chain's ingest, validate, split and features steps alone: what prepares the

@@ -196,7 +196,7 @@ def tracked_run(
     preemption = plan.preemption_notice()
     dag = plan.dag(session.store, callbacks, preemption,
                    open_repository(session.settings, session.store),
-                   DataAlerts(session.events))
+                   DataAlerts(session.events), credentials=session.credentials)
     session.store.upsert_pipeline(
         Pipeline(pipeline_id=plan.spec.name, name=plan.spec.name, dag_config=dag.describe())
     )

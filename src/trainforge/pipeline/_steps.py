@@ -21,7 +21,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainforge.config import DataSpec, EvaluationSpec, FeaturesSpec, PipelineSpec, RegistrySpec
+from trainforge.config import (
+    Credentials,
+    DataSpec,
+    EvaluationSpec,
+    FeaturesSpec,
+    PipelineSpec,
+    RegistrySpec,
+)
 from trainforge.entities import ModelStage, ModelVersion
 from trainforge.errors import DataError, DataValidationError
 from trainforge.evaluate import (
@@ -285,13 +292,16 @@ def new_model(spec: PipelineSpec, dataset: Dataset) -> nn.Module:
 
 
 def train(spec: PipelineSpec, callbacks: tuple[Callback, ...],
-          preemption: PreemptionNotice | None, dataset: Dataset,
+          preemption: PreemptionNotice | None, credentials: Credentials, dataset: Dataset,
           run: RunRecorder) -> dict[str, Any]:
+    """Train on `dataset`, checkpointing to the spec's location (default: the run's
+    artifacts), opened with the options `credentials` give it (a spec's own, or the token of
+    a server's artifact proxy)."""
     model = new_model(spec, dataset)
     location = checkpoint_location(spec.training.checkpoint, run.run_id, run.artifact_uri())
     trainer = Trainer(model, dataset.train, dataset.val, spec.training, spec.model.task, run,
                       spec.evaluation, callbacks, checkpoint_dir=location, resume=True,
-                      preemption=preemption)
+                      preemption=preemption, checkpoint_options=credentials.options_for(location))
     result = trainer.fit()
     trained = TrainedModel(result.model, result, run.artifact_uri("model"),
                            model_description(spec, dataset))

@@ -7,7 +7,9 @@ Rules:
 - A request with a body must give its `Content-Length` (411: no chunked bodies), say
   `Content-Type: application/json` (415 otherwise: a cross-origin `text/plain` form post is
   refused) and hold at most `MAX_BODY_BYTES` (413); an artifact upload says
-  `application/octet-stream` and holds at most `MAX_ARTIFACT_BYTES`. These are answered
+  `application/octet-stream` and holds at most `MAX_ARTIFACT_BYTES` (an object of the
+  artifact proxy, `_object_routes`, `MAX_OBJECT_BYTES`), a call of the store's wire protocol
+  (`_store_routes`) at most `MAX_STORE_BODY_BYTES`. These are answered
   before the token is looked at.
 - Errors are JSON `{"detail": ...}`: a missing record 404, a colliding write 409, a bad query,
   cursor or limit 400, a refused promotion 422 with the gate report (`{"detail": message,
@@ -26,8 +28,10 @@ from fastapi.responses import JSONResponse, Response
 
 from trainforge.errors import Conflict, GatesFailed, NotFound, PromotionError, QueryError
 from trainforge.server._auth import PUBLIC, VIEWER, check_every_route_decided, install_auth
+from trainforge.server._object_routes import MAX_OBJECT_BYTES, OBJECT_PATH, add_object_routes
 from trainforge.server._routes import MAX_ARTIFACT_BYTES, UPLOAD_PATH, add_api_routes
 from trainforge.server._schemas import Health
+from trainforge.server._store_routes import MAX_STORE_BODY_BYTES, STORE_PATH, add_store_routes
 from trainforge.session import Session
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -49,6 +53,8 @@ def create_server_app(session: Session) -> FastAPI:
         return get_openapi(title=app.title, version=app.version, routes=app.routes)
 
     add_api_routes(app)
+    add_store_routes(app)
+    add_object_routes(app)
     app.middleware("http")(_bodies_as_declared)
     _answer_errors(app)
     check_every_route_decided(app)
@@ -67,9 +73,14 @@ async def _bodies_as_declared(request: Request,
     if "transfer-encoding" in request.headers or (length is not None and not length.isdigit()):
         return JSONResponse({"detail": "a body needs its Content-Length"}, 411)
     if length is not None and int(length) > 0:
-        upload = request.method == "PUT" and UPLOAD_PATH.fullmatch(request.url.path)
-        expected, limit = (("application/octet-stream", MAX_ARTIFACT_BYTES) if upload
-                           else ("application/json", MAX_BODY_BYTES))
+        path = request.url.path
+        if request.method == "PUT" and UPLOAD_PATH.fullmatch(path):
+            expected, limit = "application/octet-stream", MAX_ARTIFACT_BYTES
+        elif request.method == "PUT" and OBJECT_PATH.fullmatch(path):
+            expected, limit = "application/octet-stream", MAX_OBJECT_BYTES
+        else:
+            expected = "application/json"
+            limit = MAX_STORE_BODY_BYTES if STORE_PATH.fullmatch(path) else MAX_BODY_BYTES
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != expected:
             return JSONResponse({"detail": f"the body must be {expected}"}, 415)

@@ -3,13 +3,15 @@
     sqlite:///path/to/file.db                   SqlStore (a file, created when missing unless
                                                 create=False)
     postgresql[+driver]://user@host:port/db      SqlStore
-    http(s)://host:port                          the REST client of `trainforge server` (to come)
+    http(s)://[:TOKEN@]host:port                 RestStore: `trainforge server`'s store, through
+                                                its wire protocol, with an editor's API token
 
 A URL may hold a password: it is masked in every message (`db.shown_url`).
 """
 
 from __future__ import annotations
 
+from typing import cast
 from urllib.parse import urlsplit
 
 from trainforge.errors import StoreError
@@ -36,9 +38,9 @@ def open_store(url: str, create: bool = True) -> Store:
     if scheme.partition("+")[0] in SQL_SCHEMES:
         return SqlStore(url, create)
     if scheme in REST_SCHEMES:
-        raise StoreError(f"cannot open {shown_url(url)!r}: the REST client store comes with "
-                         "`trainforge server`, which is not implemented yet; use a sqlite:// "
-                         "or postgresql:// URL")
+        from trainforge.storage.rest_store import RestStore
+
+        return cast(Store, RestStore(url, create))
     raise StoreError(f"unsupported store URL {shown_url(url)!r}: expected a URL whose scheme is "
                      "sqlite (sqlite:///<file>), postgresql, with any driver "
                      "(postgresql+psycopg://<user>@<host>/<db>), http or https")

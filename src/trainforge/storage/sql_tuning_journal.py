@@ -37,7 +37,7 @@ from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from trainforge.errors import StoreUnavailable
+from trainforge.errors import StoreError, StoreUnavailable
 from trainforge.storage.db import WRITE, make_engine, migrate, shown_url
 from trainforge.storage.tables import TuningHeartbeatRow, TuningJournalRow, as_utc, utcnow
 
@@ -51,6 +51,11 @@ class SqlJournalBackend(BaseJournalBackend):
     opened). Safe to share between threads and processes."""
 
     def __init__(self, url: str) -> None:
+        if url.startswith(("http://", "https://")):
+            raise StoreError(f"tuning needs the database itself, and {shown_url(url)} is "
+                             "trainforge server's address: the study's journal does not "
+                             "travel through the server yet; set TRAINFORGE_DB to the team's "
+                             "database URL on the machines that tune")
         self._connect(url)
         with self._translated():
             migrate(self._engine)

@@ -34,9 +34,10 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -74,7 +75,7 @@ class _Sharding:
 class Checkpointing(Callback):
     """See the module docstring. `location` None: no checkpoints are written (a preemption
     signal still stops training, without a checkpoint to resume from); `preemption` None: no
-    signal stops training."""
+    signal stops training; `storage_options` open the location (default: the policy's)."""
 
     def __init__(
         self,
@@ -86,13 +87,16 @@ class Checkpointing(Callback):
         resume: bool = False,
         run_id: str | None = None,
         preemption: PreemptionNotice | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.policy = policy
         self.strategy = strategy
         self.sink = sink if isinstance(sink, CheckpointSink) else None
         self.resume = resume
         self.manager = None if location is None else CheckpointManager(
-            location, policy, run_id, storage_options=policy.fsspec_options(),
+            location, policy, run_id, storage_options=(
+                dict(storage_options) if storage_options is not None
+                else policy.fsspec_options()),
             on_saved=self._saved, on_deleted=self._deleted,
         )
         self.preemption = preemption

@@ -126,9 +126,11 @@ class Trainer:
         checkpoint_dir: str | Path | None = None,
         resume: bool = False,
         preemption: PreemptionNotice | None = None,
+        checkpoint_options: Mapping[str, Any] | None = None,
     ) -> None:
         """`checkpoint_dir` (default: `config.checkpoint.location`; neither: no checkpoints)
-        holds this training's checkpoints, saved on the `config.checkpoint` policy. `resume`:
+        holds this training's checkpoints, saved on the `config.checkpoint` policy and opened
+        with `checkpoint_options` (default: the policy's storage options). `resume`:
         `fit()` starts from the newest valid checkpoint there, if any, and a run that records
         checkpoints (`CheckpointSink`, e.g. a `RunHandle`) drops its points after that step.
         `preemption`: a notice the entry point installed (`with notice.installed():`); a
@@ -153,6 +155,7 @@ class Trainer:
         self.checkpointing = Checkpointing(
             config.checkpoint, self.strategy, checkpoint_dir or config.checkpoint.location,
             self.sink, resume=resume, run_id=getattr(run, "run_id", None), preemption=preemption,
+            storage_options=checkpoint_options,
         )
         self.callbacks = CallbackList([*callbacks, *filter(None, [self.profiler]),
                                        self.checkpointing])

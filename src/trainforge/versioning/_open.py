@@ -17,7 +17,7 @@ def open_repository(settings: Settings, versions: DataVersionStore) -> DataRepos
     try:
         objects = open_object_store(settings.artifact_root)
     except ObjectStoreError as exc:
-        raise DataError(f"artifact root {settings.artifact_root!r}: {exc.problem}") from exc
+        raise DataError(f"artifact root {settings.artifact_root_shown!r}: {exc.problem}") from exc
     return DataRepository(objects, versions, hash_cache(settings), checkout_cache(settings))
 
 

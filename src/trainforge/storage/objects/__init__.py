@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from trainforge.config import ARTIFACT_PROXY_PATH
 from trainforge.errors import ObjectStoreError
 from trainforge.storage.objects._base import (
     GuardedObjectStore,
@@ -43,7 +44,9 @@ def open_object_store(
 ) -> ObjectStore:
     """The object store at `location`, chosen by scheme.
 
-    A path or `file:///path` is a local folder; any other `<protocol>://...` (`s3://bucket/
+    A path or `file:///path` is a local folder; `http(s)://[:TOKEN@]host:port/api/v1/objects
+    [/prefix]` the artifact root of `trainforge server` through its proxy (the token may be
+    the `token` storage option instead); any other `<protocol>://...` (`s3://bucket/
     prefix`, `gs://...`) goes through fsspec with `storage_options` (ignored for a local
     folder). An unknown protocol or a missing package raises `ObjectStoreError` saying what is
     accepted or what to install.
@@ -51,6 +54,10 @@ def open_object_store(
     text = str(location)
     if text.startswith("file://"):
         return LocalObjectStore(_file_uri_path(text))
+    if _is_proxy_location(text):
+        from trainforge.storage.objects._http import HttpObjectStore  # httpx, on first use
+
+        return HttpObjectStore(text, storage_options)
     if "://" in text:
         return FsspecObjectStore(text, storage_options)
     return LocalObjectStore(text)
@@ -67,3 +74,11 @@ def _file_uri_path(uri: str) -> Path:
 
         return Path(url2pathname(parts.path))
     return Path(unquote(parts.path))  # url2pathname on POSIX, without urllib.request's imports
+
+
+def _is_proxy_location(location: str) -> bool:
+    """Whether `location` names `trainforge server`'s artifact proxy, or a folder in it."""
+    if not location.startswith(("http://", "https://")):
+        return False
+    path = urlsplit(location).path.rstrip("/")
+    return path == ARTIFACT_PROXY_PATH or path.startswith(ARTIFACT_PROXY_PATH + "/")
