@@ -78,6 +78,18 @@ def test_the_seeds_run_endpoint_answers_the_run_and_nothing_of_its_system(api: A
     assert "system" not in run and "environment" not in run and "secret-box" not in answer.text
 
 
+def test_every_answer_says_how_long_the_server_took(api: Api) -> None:
+    answers = [api.client.get(f"/api/v1/experiments/{api.experiment_id}/runs"),
+               api.client.get("/api/v1/experiments/none"),
+               api.client.get("/health"),
+               api.client.get("/api/v1/experiments", headers={"Authorization": "Bearer x"})]
+
+    assert [a.status_code for a in answers] == [200, 404, 200, 401]
+    for answer in answers:
+        name, _, duration = answer.headers["server-timing"].partition(";dur=")
+        assert name == "app" and 0 <= float(duration) < 30_000
+
+
 def test_a_metric_json_cannot_hold_is_answered_null(api: Api) -> None:
     run_id = api.run_ids[3]
     api.store.set_summary_metrics(run_id, {"overflowed_loss": math.inf})

@@ -15,10 +15,14 @@ Rules:
   cursor or limit 400, a refused promotion 422 with the gate report (`{"detail": message,
   "gate_report": [...]}`), a move the stages do not allow 422. Anything else is 500 and
   logged, never shown.
+- Every answer says how long the server took to make it (`Server-Timing: app;dur=MS`, from
+  the request's arrival to its answer's headers): browsers show it beside the network time,
+  and `benchmarks/server.py` reads it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -56,6 +60,7 @@ def create_server_app(session: Session) -> FastAPI:
     add_store_routes(app)
     add_object_routes(app)
     app.middleware("http")(_bodies_as_declared)
+    app.middleware("http")(_timed)  # the outermost: it times the refusals too
     _answer_errors(app)
     check_every_route_decided(app)
     return app
@@ -65,6 +70,14 @@ def app_from_environment() -> FastAPI:
     """The app over a session of the environment's settings: what each process of
     `trainforge server --workers N` builds."""
     return create_server_app(Session.open())
+
+
+async def _timed(request: Request,
+                 call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    started = time.perf_counter()
+    response = await call_next(request)
+    response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+    return response
 
 
 async def _bodies_as_declared(request: Request,
