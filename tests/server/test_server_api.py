@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,8 @@ from schemathesis.checks import (
 from server_home import editor_session
 
 from trainforge.config import Settings, load_spec
-from trainforge.entities import DataVersion, ModelStage, Role, RunStatus
-from trainforge.server import authenticate, create_server_app
+from trainforge.entities import DataVersion, DeliveryState, ModelStage, Role, RunStatus
+from trainforge.server import authenticate, create_server_app, issue_token
 from trainforge.storage import Store, open_store
 from trainforge.tuning import StudyContext, create_study, open_storage
 
@@ -225,6 +226,70 @@ def test_bad_writes_are_refused_naming_what_is_wrong(api: Api, path: str, body: 
     assert answer.status_code == status, answer.text
     assert answer.json()["detail"]
     assert api.store.get_run(api.run_ids[0]).status is RunStatus.COMPLETED
+
+
+@pytest.fixture(scope="module")
+def admin(api: Api) -> dict[str, str]:
+    """The headers of an admin's token (webhooks are theirs)."""
+    api.store.add_user("hooks-admin", Role.ADMIN)
+    return {"Authorization": f"Bearer {issue_token(api.store, 'hooks-admin')[0]}"}
+
+
+def test_an_admin_subscribes_webhooks_reads_their_deliveries_and_sends_one_again(
+        api: Api, admin: dict[str, str]) -> None:
+    body = {"url": "https://hooks.example/in", "events": ["model.stage_changed"],
+            "secret_env": "HOOK_SECRET"}
+
+    added = api.client.post("/api/v1/webhooks", json=body, headers=admin)
+    as_editor = api.client.get("/api/v1/webhooks")
+    listed = api.client.get("/api/v1/webhooks", headers=admin).json()["items"]
+
+    assert added.status_code == 200, added.text
+    hook = added.json()
+    assert {k: hook[k] for k in body} == body and listed == [hook]
+    assert as_editor.status_code == 403 and "admin" in as_editor.json()["detail"]
+
+    now = datetime.now(timezone.utc)
+    api.store.add_event("model.stage_changed", "model:m", {"n": 1}, event_id="ev-1",
+                        occurred_at=now)
+    deliveries = f"/api/v1/webhooks/deliveries?webhook_id={hook['webhook_id']}"
+    (pending,) = api.client.get(deliveries, headers=admin).json()["items"]
+    assert (pending["event_id"], pending["state"], pending["attempts"]) == ("ev-1", "pending", 0)
+    assert pending["next_attempt_at"] is not None and pending["subject"] == "model:m"
+    again = f"/api/v1/webhooks/deliveries/{pending['delivery_id']}/redeliver"
+    assert api.client.post(again, headers=admin).status_code == 409  # pending already
+
+    due = datetime.now(timezone.utc) + timedelta(seconds=1)  # a deliverer's pass, once due
+    claimed = api.store.claim_delivery(pending["delivery_id"], "test", now=due,
+                                       leased_until=due + timedelta(minutes=1))
+    assert claimed is not None
+    api.store.finish_delivery(pending["delivery_id"], "test", status_code=400,
+                              error="HTTP 400", state=DeliveryState.DEAD, next_attempt_at=None)
+    (dead,) = api.client.get(deliveries + "&state=dead", headers=admin).json()["items"]
+    sent = api.client.post(again, headers=admin)
+
+    assert (dead["last_error"], dead["next_attempt_at"]) == ("HTTP 400", None)
+    assert sent.status_code == 200 and sent.json()["state"] == "pending"
+    assert api.client.post("/api/v1/webhooks/deliveries/999999/redeliver",
+                           headers=admin).status_code == 404
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"url": "ftp://hooks.example/in"}, "webhook URL"),
+    ({"url": "https:///no-host"}, "webhook URL"),
+    ({"events": ["model.deleted"]}, "expected one or more of"),
+    ({"secret_env": "1-BAD"}, "secret variable"),
+])
+def test_a_bad_subscription_is_refused_naming_what_is_wrong(
+        api: Api, admin: dict[str, str], change: dict[str, Any], named: str) -> None:
+    before = api.store.list_webhooks().items
+    body = {"url": "https://hooks.example/in", "events": ["model.stage_changed"],
+            "secret_env": "HOOK_SECRET", **change}
+
+    answer = api.client.post("/api/v1/webhooks", json=body, headers=admin)
+
+    assert answer.status_code == 400 and named in answer.json()["detail"]
+    assert api.store.list_webhooks().items == before
 
 
 def test_data_versions_are_listed_with_their_names_and_read_by_id_prefix_or_name(

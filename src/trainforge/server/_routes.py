@@ -3,7 +3,8 @@
 stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`), a model registered
 from anywhere (the seed's `POST /api/v1/models/register`); and what a client
 logging a run writes (a run, its params and tags, metric batches stored once per batch id,
-heartbeats, its end) and reads back (its series, downsampled on request). Each route has its
+heartbeats, its end) and reads back (its series, downsampled on request); webhooks, their
+subscriptions and deliveries (an admin's). Each route has its
 permission decision (`_auth`): viewers read, editors write. Listings are keyset pages
 (`limit`, `cursor`); runs take the `runs list` filter and sort language (`filter`, `sort`)."""
 
@@ -21,10 +22,10 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from trainforge.entities import DataTag, MetricPoint, RunStatus
+from trainforge.entities import DataTag, DeliveryState, MetricPoint, RunStatus
 from trainforge.errors import ArtifactError, NotFound, ObjectNotFound
 from trainforge.registry import promote, register_version
-from trainforge.server._auth import EDITOR, VIEWER
+from trainforge.server._auth import ADMIN, EDITOR, VIEWER
 from trainforge.server._paths import artifact_name
 from trainforge.server._schemas import (
     ArtifactList,
@@ -32,6 +33,8 @@ from trainforge.server._schemas import (
     BatchOut,
     DataVersionOut,
     DataVersionPage,
+    DeliveryOut,
+    DeliveryPage,
     EndRequest,
     ErrorAnswer,
     ExperimentOut,
@@ -54,6 +57,9 @@ from trainforge.server._schemas import (
     StudyList,
     StudyOut,
     ValuesRequest,
+    WebhookOut,
+    WebhookPage,
+    WebhookRequest,
     WhoAmI,
 )
 from trainforge.server._tokens import Caller
@@ -73,6 +79,7 @@ RunSort = Annotated[str | None, Query(
     description="as `runs list --sort`: -metrics.test_roc_auc (descending)")]
 Viewer = Annotated[Caller, Depends(VIEWER)]
 Editor = Annotated[Caller, Depends(EDITOR)]
+Admin = Annotated[Caller, Depends(ADMIN)]  # webhooks: their URLs may hold a receiver's key
 
 
 def _session(request: Request) -> Session:
@@ -320,6 +327,42 @@ async def put_artifact(request: Request, run_id: str, name: str, _: Editor) -> A
     return ArtifactOut(name=key, size=size)
 
 
+def list_webhooks(request: Request, _: Admin, limit: Limit = 100,
+                  cursor: Cursor = None) -> WebhookPage:
+    """Every webhook subscription, oldest first."""
+    page = _session(request).store.list_webhooks(limit=limit, cursor=cursor)
+    return WebhookPage(items=[WebhookOut.of(h) for h in page.items],
+                       next_cursor=page.next_cursor)
+
+
+def add_webhook(request: Request, body: WebhookRequest, _: Admin) -> WebhookOut:
+    """Subscribe `url` to `events` (what `webhooks add` does): 400 naming a URL that is not
+    http(s) with a host, an unknown event or a malformed variable name."""
+    from trainforge.events import subscribe
+
+    return WebhookOut.of(subscribe(_session(request).store, body.url, body.events,
+                                   body.secret_env))
+
+
+def list_deliveries(request: Request, _: Admin, state: DeliveryState | None = None,
+                    webhook_id: Annotated[int | None, Query(ge=1)] = None,
+                    limit: Limit = 100, cursor: Cursor = None) -> DeliveryPage:
+    """Each event's delivery to each webhook, newest first (`webhooks outbox`)."""
+    page = _session(request).store.list_event_deliveries(state, webhook_id, limit=limit,
+                                                         cursor=cursor)
+    return DeliveryPage(items=[DeliveryOut.of(d) for d in page.items],
+                        next_cursor=page.next_cursor)
+
+
+def redeliver(request: Request, delivery_id: int, _: Admin) -> DeliveryOut:
+    """Send a delivery again (`webhooks redeliver`): pending at once, with a new round of
+    retries; 404 for none, 409 for one that is pending already."""
+    from datetime import datetime, timezone
+
+    store = _session(request).store
+    return DeliveryOut.of(store.redeliver(delivery_id, datetime.now(timezone.utc)))
+
+
 def _chunks(source: BinaryIO) -> Iterator[bytes]:
     with source:
         while chunk := source.read(CHUNK_BYTES):
@@ -351,6 +394,10 @@ ROUTES = (
     ("GET", "/runs/{run_id}/artifacts", list_artifacts),
     ("GET", "/runs/{run_id}/artifacts/{name:path}", get_artifact),
     ("PUT", "/runs/{run_id}/artifacts/{name:path}", put_artifact),
+    ("GET", "/webhooks", list_webhooks),
+    ("POST", "/webhooks", add_webhook),
+    ("GET", "/webhooks/deliveries", list_deliveries),
+    ("POST", "/webhooks/deliveries/{delivery_id}/redeliver", redeliver),
 )
 
 

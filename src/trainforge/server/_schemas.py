@@ -13,12 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from trainforge.entities import (
     DataTag,
     DataVersion,
+    DeliveryState,
+    EventDelivery,
     Experiment,
     MetricPoint,
     ModelStage,
     ModelVersion,
     Run,
     StageChange,
+    Webhook,
 )
 from trainforge.registry import check_label
 from trainforge.versioning import names_of
@@ -288,6 +291,56 @@ class StudyDetail(_Answer):
     trials: list[TrialOut]
 
 
+class WebhookRequest(_Request):
+    """A subscription: `events` POSTed to `url`, signed with the secret the environment
+    variable `secret_env` holds where the deliverer runs (the secret itself never travels)."""
+
+    url: str = Field(min_length=1, max_length=2048, description="http(s)://host[:port]/path")
+    events: list[str] = Field(min_length=1, max_length=16, description=(
+        "model.stage_changed, model.promotion_refused, data.validation_failed, "
+        "data.drift_detected"))
+    secret_env: str = Field(min_length=1, max_length=255)
+
+
+class WebhookOut(_Answer):
+    webhook_id: int
+    url: str
+    events: list[str]
+    secret_env: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, hook: Webhook) -> WebhookOut:
+        return cls(webhook_id=hook.webhook_id, url=hook.url, events=list(hook.events),
+                   secret_env=hook.secret_env, created_at=hook.created_at)
+
+
+class DeliveryOut(_Answer):
+    """An event's delivery to one webhook, as `webhooks outbox` shows it; `next_attempt_at`
+    only while it is pending."""
+
+    delivery_id: int
+    webhook_id: int
+    event: str
+    event_id: str
+    subject: str
+    state: DeliveryState
+    attempts: int
+    next_attempt_at: datetime | None
+    last_error: str | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, delivery: EventDelivery) -> DeliveryOut:
+        pending = delivery.state is DeliveryState.PENDING
+        return cls(delivery_id=delivery.delivery_id, webhook_id=delivery.webhook_id,
+                   event=delivery.event.name, event_id=delivery.event.event_id,
+                   subject=delivery.event.subject, state=delivery.state,
+                   attempts=delivery.attempts,
+                   next_attempt_at=delivery.next_attempt_at if pending else None,
+                   last_error=delivery.last_error, created_at=delivery.created_at)
+
+
 class Listing(_Answer):
     """One page of a listing; `next_cursor` fetches the next (null on the last)."""
 
@@ -316,3 +369,11 @@ class PointPage(Listing):
 
 class KeyPage(Listing):
     items: list[str]
+
+
+class WebhookPage(Listing):
+    items: list[WebhookOut]
+
+
+class DeliveryPage(Listing):
+    items: list[DeliveryOut]
