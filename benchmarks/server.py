@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tracking import DEFAULT_PG, generate
+from tracking import DEFAULT_PG, _postgres, generate
 
 from trainforge.entities import Role
 from trainforge.server import issue_token
@@ -98,21 +98,11 @@ def _arguments() -> argparse.Namespace:
 
 @contextmanager
 def _scratch_database(admin_url: str) -> Iterator[str]:
-    """A new database on the server of `admin_url` (a SQLAlchemy psycopg URL), dropped after."""
-    import psycopg
-
-    try:
-        admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        sys.exit(f"benchmarks/server.py needs PostgreSQL: {admin_url} is not reachable: {exc}")
-    name = f"tf_bench_{uuid.uuid4().hex[:12]}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1) \
-            + f"/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    """A new database on the server of `admin_url`, dropped after (a SQLAlchemy URL)."""
+    with _postgres(admin_url) as url:
+        if isinstance(url, dict):
+            sys.exit(f"benchmarks/server.py needs PostgreSQL: {url['skipped']}")
+        yield url
 
 
 def _free_port() -> int:

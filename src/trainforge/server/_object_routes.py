@@ -16,11 +16,9 @@ own client protocol (left out of the OpenAPI document) and need an editor's toke
 from __future__ import annotations
 
 import re
-import tempfile
-from collections.abc import Iterator
-from typing import Annotated, Any, BinaryIO, cast
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -28,11 +26,10 @@ from trainforge.config import ARTIFACT_PROXY_PATH
 from trainforge.errors import NotFound, ObjectNotFound
 from trainforge.server._auth import EDITOR
 from trainforge.server._paths import artifact_name
+from trainforge.server._streams import spooled_upload, streamed
 from trainforge.storage.objects import ObjectStore
 
 MAX_OBJECT_BYTES = 64 * 1024**3  # a checkpoint of a large model is one object
-SPOOL_BYTES = 8 * 1024**2
-CHUNK_BYTES = 1024**2
 OBJECT_PATH = re.compile(re.escape(ARTIFACT_PROXY_PATH) + r"/.+")  # bodies of bytes, not JSON
 
 
@@ -54,21 +51,14 @@ def get_object(request: Request, key: str) -> StreamingResponse:
         source = objects.open(name)
     except ObjectNotFound:
         raise NotFound(f"no object {name!r}") from None
-    return StreamingResponse(_chunks(source), media_type="application/octet-stream")
+    return streamed(source)
 
 
 async def put_object(request: Request, key: str) -> JSONResponse:
     objects = _objects(request)
     name = artifact_name(key)
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as buffer:
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_OBJECT_BYTES:
-                raise HTTPException(413, f"an object is at most {MAX_OBJECT_BYTES} bytes")
-            buffer.write(chunk)
-        buffer.seek(0)
-        await run_in_threadpool(objects.write, name, cast(BinaryIO, buffer))
+    async with spooled_upload(request, MAX_OBJECT_BYTES, "an object") as (body, size):
+        await run_in_threadpool(objects.write, name, body)
     return JSONResponse({"key": name, "size": size})
 
 
@@ -88,12 +78,6 @@ def object_size(request: Request, key: str) -> dict[str, int]:
 def delete_prefix(request: Request, prefix: str) -> Response:
     _objects(request).delete_prefix(artifact_name(prefix))
     return Response(status_code=204)
-
-
-def _chunks(source: BinaryIO) -> Iterator[bytes]:
-    with source:
-        while chunk := source.read(CHUNK_BYTES):
-            yield chunk
 
 
 ROUTES = (

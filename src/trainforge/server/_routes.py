@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 import uuid
-from collections.abc import Iterator
 from types import ModuleType
-from typing import Annotated, Any, BinaryIO, cast
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -62,14 +60,13 @@ from trainforge.server._schemas import (
     WebhookRequest,
     WhoAmI,
 )
+from trainforge.server._streams import spooled_upload, streamed
 from trainforge.server._tokens import Caller
 from trainforge.session import Session
 from trainforge.storage import DataVersionStore
 
 PREFIX = "/api/v1"
 MAX_ARTIFACT_BYTES = 1024**3  # an upload's limit; JSON bodies have theirs (`_app`)
-SPOOL_BYTES = 8 * 1024**2  # an upload is held in memory up to this, then in a temporary file
-CHUNK_BYTES = 1024**2
 UPLOAD_PATH = re.compile(rf"{PREFIX}/runs/[^/]+/artifacts/.+")  # bodies of bytes, not JSON
 Limit = Annotated[int, Query(ge=1, le=1000, description="items per page")]
 Cursor = Annotated[str | None, Query(description="the `next_cursor` of the page before")]
@@ -305,7 +302,7 @@ def get_artifact(request: Request, run_id: str, name: str, _: Viewer) -> Streami
         if isinstance(exc.__cause__, ObjectNotFound):
             raise NotFound(f"run {run_id!r} has no artifact {key!r}") from None
         raise
-    return StreamingResponse(_chunks(source), media_type="application/octet-stream")
+    return streamed(source)
 
 
 async def put_artifact(request: Request, run_id: str, name: str, _: Editor) -> ArtifactOut:
@@ -314,16 +311,8 @@ async def put_artifact(request: Request, run_id: str, name: str, _: Editor) -> A
     session = _session(request)
     key = artifact_name(name)
     await run_in_threadpool(session.store.get_run, run_id)
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as buffer:
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_ARTIFACT_BYTES:
-                raise HTTPException(413, f"an artifact is at most {MAX_ARTIFACT_BYTES} bytes")
-            buffer.write(chunk)
-        buffer.seek(0)
-        await run_in_threadpool(session.artifacts.put_stream, run_id, key,
-                                cast(BinaryIO, buffer))  # a spooled file reads as one
+    async with spooled_upload(request, MAX_ARTIFACT_BYTES, "an artifact") as (body, size):
+        await run_in_threadpool(session.artifacts.put_stream, run_id, key, body)
     return ArtifactOut(name=key, size=size)
 
 
@@ -361,12 +350,6 @@ def redeliver(request: Request, delivery_id: int, _: Admin) -> DeliveryOut:
 
     store = _session(request).store
     return DeliveryOut.of(store.redeliver(delivery_id, datetime.now(timezone.utc)))
-
-
-def _chunks(source: BinaryIO) -> Iterator[bytes]:
-    with source:
-        while chunk := source.read(CHUNK_BYTES):
-            yield chunk
 
 
 ROUTES = (
