@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from contract_helpers import new_run, pages
 
-from trainforge.entities import MetricPoint, ModelStage
+from trainforge.entities import MetricPoint, ModelStage, Pipeline
 from trainforge.storage import Page, Store
 
 Fetch = Callable[[int, "str | None"], Page[Any]]
@@ -65,10 +65,17 @@ def _model_versions(store: Store) -> Fetch:
     return lambda limit, cursor: store.list_model_versions(limit=limit, cursor=cursor)
 
 
+def _pipeline_runs(store: Store) -> Fetch:
+    store.upsert_pipeline(Pipeline("p", "p", {}))
+    for number in range(7):  # started in one second or in several: ties go by id
+        store.create_pipeline_run(f"pr{(number * 3) % 7}", "p", {}, {})
+    return lambda limit, cursor: store.list_pipeline_runs(limit=limit, cursor=cursor)
+
+
 LISTINGS: dict[str, Callable[[Store], Fetch]] = {
     "list_experiments": _experiments, "list_runs": _runs, "search_runs": _search,
     "get_metric_history": _history, "metric_keys": _keys, "list_checkpoints": _checkpoints,
-    "list_model_versions": _model_versions,
+    "list_model_versions": _model_versions, "list_pipeline_runs": _pipeline_runs,
 }
 
 

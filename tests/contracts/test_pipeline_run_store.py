@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -43,6 +45,26 @@ def test_a_pipeline_run_is_found_by_a_unique_prefix(pipeline_runs: Store) -> Non
         pipeline_runs.find_pipeline_run("abc")
     with pytest.raises(NotFound):
         pipeline_runs.find_pipeline_run("x")
+
+
+def test_pipeline_runs_are_listed_newest_first_by_pipeline_and_status(
+        pipeline_runs: Store) -> None:
+    for run_id, pipeline in (("a", "p"), ("b", "q"), ("c", "p"), ("d", "p")):
+        pipeline_runs.create_pipeline_run(run_id, pipeline, {}, {})
+        time.sleep(0.002)  # distinct start times: the order is by start, not by id
+    pipeline_runs.set_pipeline_run_status("c", PipelineRunStatus.FAILED)
+
+    def ids(**filters: Any) -> list[str]:
+        return [r.pipeline_run_id for r in pipeline_runs.list_pipeline_runs(**filters).items]
+
+    assert ids() == ["d", "c", "b", "a"]
+    assert ids(pipeline_id="p") == ["d", "c", "a"]
+    assert ids(pipeline_id="p", status=PipelineRunStatus.RUNNING) == ["d", "a"]
+    assert ids(status=PipelineRunStatus.FAILED) == ["c"]
+    assert ids(pipeline_id="nope") == []
+    first = pipeline_runs.list_pipeline_runs(pipeline_id="p", limit=1)
+    with pytest.raises(ValueError, match="cursor .* other arguments"):
+        pipeline_runs.list_pipeline_runs(pipeline_id="q", cursor=first.next_cursor)
 
 
 def test_step_attempts_keep_their_order_states_and_fields(pipeline_runs: Store) -> None:

@@ -31,7 +31,12 @@ from server_home import editor_session
 
 from trainforge.config import Settings, load_spec
 from trainforge.entities import DataVersion, DeliveryState, ModelStage, Role, RunStatus
+from trainforge.errors import DataError, PipelineFailed
+from trainforge.orchestration import Dag
+from trainforge.orchestration.steps import StepDeclaration, make_step
+from trainforge.orchestration.user_pipelines import run_steps
 from trainforge.server import authenticate, create_server_app, issue_token
+from trainforge.session import Session
 from trainforge.storage import Store, open_store
 from trainforge.tuning import StudyContext, create_study, open_storage
 
@@ -45,6 +50,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 class Api:
     client: httpx.Client
     home: Path
+    session: Session
     store: Store
     experiment_id: str
     run_ids: list[str]  # oldest first
@@ -65,7 +71,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         run_ids.append(run.run_id)
     with live_server(create_server_app(session)) as client:
         client.headers["Authorization"] = f"Bearer {token}"
-        yield Api(client, home, store, experiment, run_ids)
+        yield Api(client, home, session, store, experiment, run_ids)
 
 
 def test_the_seeds_run_endpoint_answers_the_run_and_nothing_of_its_system(api: Api) -> None:
@@ -312,6 +318,58 @@ def test_data_versions_are_listed_with_their_names_and_read_by_id_prefix_or_name
     untagged = api.client.get("/api/v1/data/versions/nope@1")
     assert short.status_code == 400 and "6 characters" in short.json()["detail"]
     assert unknown.status_code == 404 and untagged.status_code == 404
+
+
+def counted() -> int:
+    return 3
+
+
+def checked(count: int) -> int:
+    if count > 2:
+        raise DataError(f"rows.csv: {count} rows, expected at most 2")
+    return count
+
+
+def test_pipeline_runs_are_listed_and_shown_with_their_steps_as_pipeline_show_does(
+        api: Api) -> None:
+    steps = (make_step(counted, StepDeclaration(outputs=("count",))),
+             make_step(checked, StepDeclaration(outputs=("checked",))))
+    good = run_steps(Dag("nightly", steps[:1]), api.session).pipeline_run
+    with pytest.raises(PipelineFailed):
+        run_steps(Dag("nightly", steps), api.session)
+    other = run_steps(Dag("weekly", steps[:1]), api.session).pipeline_run
+
+    listed = api.client.get("/api/v1/pipeline-runs", params={"pipeline_id": "nightly"}).json()
+    failed = api.client.get("/api/v1/pipeline-runs", params={"status": "failed"}).json()
+    first = api.client.get("/api/v1/pipeline-runs", params={"limit": 1}).json()
+    bad_id = listed["items"][0]["pipeline_run_id"]
+    shown = api.client.get(f"/api/v1/pipeline-runs/{bad_id}").json()
+
+    assert [r["status"] for r in listed["items"]] == ["failed", "succeeded"]  # newest first
+    assert listed["items"][1]["pipeline_run_id"] == good.pipeline_run_id
+    assert [r["pipeline_run_id"] for r in failed["items"]] == [bad_id]
+    assert [r["pipeline_run_id"] for r in first["items"]] == [other.pipeline_run_id]
+    rest = api.client.get("/api/v1/pipeline-runs", params={"cursor": first["next_cursor"]})
+    assert [r["pipeline_id"] for r in rest.json()["items"]] == ["nightly", "nightly"]
+    assert [(s["step"], s["attempt"], s["state"]) for s in shown["steps"]] == [
+        ("counted", 1, "cached"), ("checked", 1, "failed")]  # counted: the first run's
+    [executed] = api.store.list_step_runs(good.pipeline_run_id)
+    assert shown["steps"][0]["cached_from"] == executed.step_run_id
+    assert "expected at most 2" in shown["steps"][1]["error"]
+    assert "outputs" not in shown["steps"][0] and "cache_parts" not in shown["steps"][0]
+    assert shown["run_id"] == api.store.get_pipeline_run(bad_id).run_id
+
+
+def test_a_pipeline_run_that_does_not_exist_or_a_bad_status_is_refused(api: Api) -> None:
+    missing = api.client.get("/api/v1/pipeline-runs/nope")
+    bad = api.client.get("/api/v1/pipeline-runs", params={"status": "done"})
+    foreign = api.client.get("/api/v1/experiments", params={"limit": 1})
+    cursor = foreign.json()["next_cursor"]
+    crossed = api.client.get("/api/v1/pipeline-runs", params={"cursor": cursor})
+
+    assert missing.status_code == 404 and "pipeline run 'nope' not found" in missing.text
+    assert bad.status_code == 422 and "status" in bad.text
+    assert crossed.status_code == 400 and "was not made by list_pipeline_runs" in crossed.text
 
 
 def test_studies_are_listed_and_shown_as_tune_show_shows_them(api: Api) -> None:

@@ -3,9 +3,9 @@
 stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`), a model registered
 from anywhere (the seed's `POST /api/v1/models/register`); and what a client
 logging a run writes (a run, its params and tags, metric batches stored once per batch id,
-heartbeats, its end) and reads back (its series, downsampled on request); webhooks, their
-subscriptions and deliveries (an admin's). Each route has its
-permission decision (`_auth`): viewers read, editors write. Listings are keyset pages
+heartbeats, its end) and reads back (its series, downsampled on request); pipeline runs
+with their steps' attempts; webhooks, their subscriptions and deliveries (an admin's). Each
+route has its permission decision (`_auth`): viewers read, editors write. Listings are keyset pages
 (`limit`, `cursor`); runs take the `runs list` filter and sort language (`filter`, `sort`)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from trainforge.entities import DataTag, DeliveryState, MetricPoint, RunStatus
+from trainforge.entities import DataTag, DeliveryState, MetricPoint, PipelineRunStatus, RunStatus
 from trainforge.errors import ArtifactError, NotFound, ObjectNotFound
 from trainforge.registry import promote, register_version
 from trainforge.server._auth import ADMIN, EDITOR, VIEWER
@@ -42,6 +42,8 @@ from trainforge.server._schemas import (
     MetricBatch,
     ModelVersionOut,
     ModelVersionPage,
+    PipelineRunOut,
+    PipelineRunPage,
     PointOut,
     PointPage,
     Refusal,
@@ -183,6 +185,23 @@ def _data_version_id(store: DataVersionStore, ref: str) -> str:
         raise NotFound(f"data version {ref!r}: " + ("no stored id starts so" if not found
                                                     else "more than one id starts so"))
     return found[0]
+
+
+def list_pipeline_runs(request: Request, _: Viewer, limit: Limit = 100, cursor: Cursor = None,
+                       pipeline_id: str | None = None,
+                       status: PipelineRunStatus | None = None) -> PipelineRunPage:
+    """Pipeline runs newest first, of one pipeline and in one status where given."""
+    page = _session(request).store.list_pipeline_runs(pipeline_id, status, limit=limit,
+                                                      cursor=cursor)
+    return PipelineRunPage(items=[PipelineRunOut.of(r) for r in page.items],
+                           next_cursor=page.next_cursor)
+
+
+def get_pipeline_run(request: Request, pipeline_run_id: str, _: Viewer) -> PipelineRunOut:
+    """One pipeline run with its steps' attempts (what `trainforge pipeline show` prints)."""
+    store = _session(request).store
+    run = store.get_pipeline_run(pipeline_run_id)
+    return PipelineRunOut.of(run, store.list_step_runs(pipeline_run_id))
 
 
 def list_studies(request: Request, _: Viewer) -> StudyList:
@@ -363,6 +382,8 @@ ROUTES = (
     ("POST", "/models/register", register_model),
     ("GET", "/data/versions", list_data_versions),
     ("GET", "/data/versions/{ref}", get_data_version),
+    ("GET", "/pipeline-runs", list_pipeline_runs),
+    ("GET", "/pipeline-runs/{pipeline_run_id}", get_pipeline_run),
     ("GET", "/studies", list_studies),
     ("GET", "/studies/{name}", get_study),
     ("POST", "/experiments", create_experiment),

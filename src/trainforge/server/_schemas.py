@@ -19,8 +19,12 @@ from trainforge.entities import (
     MetricPoint,
     ModelStage,
     ModelVersion,
+    PipelineRun,
+    PipelineRunStatus,
     Run,
     StageChange,
+    StepRun,
+    StepState,
     Webhook,
 )
 from trainforge.registry import check_label
@@ -255,6 +259,47 @@ class DataVersionOut(_Answer):
                    files=[dict(f) for f in version.files] if files else None)
 
 
+class StepRunOut(_Answer):
+    """One attempt of one step; `cached_from` names the attempt whose outputs a `cached` one
+    reused (its cache parts and outputs stay on the server: `explain-cache` reads them)."""
+
+    step_run_id: int
+    step: str
+    attempt: int
+    state: StepState
+    started_at: datetime | None
+    ended_at: datetime | None
+    error: str | None
+    cache_key: str | None
+    cached_from: int | None
+
+    @classmethod
+    def of(cls, step: StepRun) -> StepRunOut:
+        return cls(step_run_id=step.step_run_id, step=step.step, attempt=step.attempt,
+                   state=step.state, started_at=step.started_at, ended_at=step.ended_at,
+                   error=step.error, cache_key=step.cache_key, cached_from=step.cached_from)
+
+
+class PipelineRunOut(_Answer):
+    """One execution of a pipeline's DAG; `run_id` is the tracked run its steps record to;
+    `steps` (one pipeline run's answer only) its steps' attempts in the order they began."""
+
+    pipeline_run_id: str
+    pipeline_id: str
+    status: PipelineRunStatus
+    run_id: str | None
+    started_at: datetime
+    ended_at: datetime | None
+    steps: list[StepRunOut] | None = None
+
+    @classmethod
+    def of(cls, run: PipelineRun, steps: list[StepRun] | None = None) -> PipelineRunOut:
+        return cls(pipeline_run_id=run.pipeline_run_id, pipeline_id=run.pipeline_id,
+                   status=run.status, run_id=run.run_id, started_at=run.started_at,
+                   ended_at=run.ended_at,
+                   steps=None if steps is None else [StepRunOut.of(s) for s in steps])
+
+
 class StudyOut(_Answer):
     name: str
     direction: str
@@ -361,6 +406,10 @@ class ModelVersionPage(Listing):
 
 class DataVersionPage(Listing):
     items: list[DataVersionOut]
+
+
+class PipelineRunPage(Listing):
+    items: list[PipelineRunOut]
 
 
 class PointPage(Listing):

@@ -13,11 +13,15 @@ from sqlalchemy.orm import Session
 
 from trainforge.entities import PipelineRun, PipelineRunStatus, StepRun, StepState
 from trainforge.errors import Ambiguous, Conflict, NotFound
-from trainforge.storage.contracts import StepOutputs
+from trainforge.storage.contracts import DEFAULT_LIMIT, Page, StepOutputs
+from trainforge.storage.cursors import Listing
 from trainforge.storage.sql_base import SqlBase
+from trainforge.storage.sql_pages import OrderKey, fetch_page
 from trainforge.storage.tables import PipelineRow, PipelineRunRow, StepRunRow, as_utc, utcnow
 
 _SHOWN = 5  # ids an ambiguous prefix lists
+NEWEST_FIRST = (OrderKey(PipelineRunRow.started_at, (datetime,), descending=True),
+                OrderKey(PipelineRunRow.pipeline_run_id, (str,), descending=True))
 _UPDATABLE = ("started_at", "ended_at", "error", "cache_key", "cache_parts", "outputs",
               "cached_from")
 
@@ -62,6 +66,19 @@ def find_run(session: Session, id_or_prefix: str) -> PipelineRun:
                         f"{', '.join(found[:_SHOWN])}{', ...' if len(found) > _SHOWN else ''}; "
                         "give more of the id", found[:_SHOWN])
     return get_run(session, found[0])
+
+
+def list_runs(session: Session, pipeline_id: str | None, status: PipelineRunStatus | None,
+              limit: int, cursor: str | None) -> Page[PipelineRun]:
+    query = select(PipelineRunRow)
+    if pipeline_id is not None:
+        query = query.where(PipelineRunRow.pipeline_id == pipeline_id)
+    if status is not None:
+        query = query.where(PipelineRunRow.status == PipelineRunStatus(status).value)
+    listing = Listing("list_pipeline_runs", (pipeline_id, None if status is None
+                                             else PipelineRunStatus(status).value))
+    rows, next_cursor = fetch_page(session, listing, query, NEWEST_FIRST, limit, cursor)
+    return Page(tuple(to_pipeline_run(row[0]) for row in rows), next_cursor)
 
 
 def set_status(session: Session, pipeline_run_id: str,
@@ -170,6 +187,12 @@ class SqlPipelineRunStore(SqlBase):
     def find_pipeline_run(self, id_or_prefix: str) -> PipelineRun:
         with self._read() as session:
             return find_run(session, id_or_prefix)
+
+    def list_pipeline_runs(self, pipeline_id: str | None = None,
+                           status: PipelineRunStatus | None = None, limit: int = DEFAULT_LIMIT,
+                           cursor: str | None = None) -> Page[PipelineRun]:
+        with self._read() as session:
+            return list_runs(session, pipeline_id, status, limit, cursor)
 
     def set_pipeline_run_status(self, pipeline_run_id: str,
                                 status: PipelineRunStatus) -> PipelineRun:

@@ -56,9 +56,9 @@ _EDITOR = (
     "list_stage_changes", "set_alias", "get_alias", "list_aliases", "add_event",
     "set_tags_and_announce",
     # pipeline runs
-    "create_pipeline_run", "get_pipeline_run", "find_pipeline_run", "set_pipeline_run_status",
-    "add_step_run", "update_step_run", "list_step_runs", "find_cached", "previous_step_run",
-    "list_step_outputs",
+    "create_pipeline_run", "get_pipeline_run", "find_pipeline_run", "list_pipeline_runs",
+    "set_pipeline_run_status", "add_step_run", "update_step_run", "list_step_runs",
+    "find_cached", "previous_step_run", "list_step_outputs",
 )
 # The store's records hold what its runs' processes read back (the system namespace, the
 # environment): the protocol is for trainforge's own clients (service tokens of training

@@ -82,7 +82,8 @@ class PipelineRunStore(Protocol):
       `ended_at` when the status is terminal and clears it when it is `running` again (a
       resume);
     - `find_pipeline_run` takes an id or a unique prefix of one (`Ambiguous` listing the
-      matches when several start so);
+      matches when several start so); `list_pipeline_runs` pages the pipeline runs newest
+      first, of one pipeline and in one status where given;
     - `add_step_run` inserts one attempt and returns it with its id; `update_step_run` changes
       its state and, when given, its timings, error, cache key and parts, outputs and
       `cached_from`; `list_step_runs` returns a pipeline run's attempts in the order they were
@@ -104,6 +105,10 @@ class PipelineRunStore(Protocol):
     def get_pipeline_run(self, pipeline_run_id: str) -> PipelineRun: ...
 
     def find_pipeline_run(self, id_or_prefix: str) -> PipelineRun: ...
+
+    def list_pipeline_runs(self, pipeline_id: str | None = None,
+                           status: PipelineRunStatus | None = None, limit: int = DEFAULT_LIMIT,
+                           cursor: str | None = None) -> Page[PipelineRun]: ...
 
     def set_pipeline_run_status(self, pipeline_run_id: str,
                                 status: PipelineRunStatus) -> PipelineRun: ...
