@@ -165,6 +165,34 @@ def test_a_second_run_reuses_every_step_and_explains_why(project: Path) -> None:
                            "--json").stdout)
     assert set(fresh["steps"].values()) == {"succeeded"}
 
+    listed = json.loads(cli(project, "pipeline", "list", "--json").stdout)
+    assert [r["pipeline_run_id"] for r in listed] == [  # newest first
+        run["pipeline_run_id"] for run in (fresh, rerun, third, second, json.loads(first.stdout))]
+    assert {(r["pipeline"], r["status"]) for r in listed} == {("yaml-chain", "succeeded")}
+    table = cli(project, "pipeline", "list", "--limit", "1").stdout
+    assert fresh["pipeline_run_id"] in table and second["pipeline_run_id"] not in table
+
+
+def test_pipeline_list_filters_by_pipeline_and_status_and_refuses_bad_options(
+        project: Path) -> None:
+    failed = cli(project, "pipeline", "run", "chain:pipeline", "--json")
+    assert failed.returncode == 1, failed.stderr
+    assert cli(project, "pipeline", "run", "steps.yaml").returncode == 0
+    failed_runs = json.loads(cli(project, "pipeline", "list", "--status", "failed",
+                                 "--json").stdout)
+    chain_runs = json.loads(cli(project, "pipeline", "list", "--pipeline", "chain",
+                                "--json").stdout)
+    none = cli(project, "pipeline", "list", "--pipeline", "nope")
+    bad_status = cli(project, "pipeline", "list", "--status", "done")
+    bad_limit = cli(project, "pipeline", "list", "--limit", "0")
+
+    assert [(r["pipeline"], r["status"]) for r in failed_runs] == [("chain", "failed")]
+    assert [r["pipeline_run_id"] for r in chain_runs] == [r["pipeline_run_id"]
+                                                          for r in failed_runs]
+    assert none.returncode == 0 and "no pipeline runs" in none.stdout
+    assert bad_status.returncode == 2 and "'done' is not one of" in bad_status.stderr
+    assert bad_limit.returncode == 2 and "--limit" in bad_limit.stderr
+
 
 def test_dag_prints_the_steps_and_writes_dot(project: Path) -> None:
     shown = cli(project, "dag", "steps.yaml")

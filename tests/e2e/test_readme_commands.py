@@ -337,6 +337,7 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge pipeline run mysteps:pipeline": Plan(
         run="trainforge pipeline run mysteps:pipeline --json", before=write_steps,
         after=find_pipeline_run),
+    "trainforge pipeline list --status failed": Plan(),
     "trainforge pipeline show PIPELINE_RUN": Plan(),
     "trainforge resume PIPELINE_RUN": Plan(before=fail_a_pipeline_run),
     "trainforge explain-cache PIPELINE_RUN STEP": Plan(),

@@ -1,5 +1,5 @@
 """Commands over pipelines of user steps and their pipeline runs: `pipeline run TARGET`,
-`pipeline show PIPELINE_RUN`, `pipeline gc`, `dag SPEC`, `resume PIPELINE_RUN`,
+`pipeline list`, `pipeline show PIPELINE_RUN`, `pipeline gc`, `dag SPEC`, `resume PIPELINE_RUN`,
 `explain-cache PIPELINE_RUN STEP`. TARGET is a YAML file of steps or
 `package.module:attribute` (a `Pipeline`); `dag` also draws the standard training pipeline of
 a spec."""
@@ -68,6 +68,31 @@ def pipeline_run(
     except PipelineFailed as exc:
         _failed(exc)
     _report(outcome, as_json)
+
+
+@pipeline_app.command("list")
+def pipeline_list(
+    pipeline: Annotated[Optional[str], typer.Option(
+        "--pipeline", metavar="NAME", help="Only the runs of this pipeline.")] = None,
+    status: Annotated[Optional[PipelineRunStatus], typer.Option(
+        "--status", help="Only the runs in this status.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 20,
+    as_json: _render.JsonFlag = False,
+) -> None:
+    """Pipeline runs, newest first: status, tracked run, start and how long they took."""
+    store = _context.existing_store()
+    records = store.list_pipeline_runs(pipeline, status, limit=limit).items
+    if as_json:
+        _render.emit_json([{"pipeline_run_id": r.pipeline_run_id, "pipeline": r.pipeline_id,
+                            "status": r.status.value, "run_id": r.run_id,
+                            "started_at": r.started_at, "ended_at": r.ended_at}
+                           for r in records])
+        return
+    rows = [[r.pipeline_run_id, r.pipeline_id, r.status.value,
+             r.started_at.strftime("%Y-%m-%d %H:%M:%S"), _seconds(r.started_at, r.ended_at),
+             r.run_id] for r in records]
+    _render.emit_table("Pipeline runs", ["pipeline run", "pipeline", "status", "started",
+                                         "seconds", "run"], rows, empty="no pipeline runs")
 
 
 @pipeline_app.command("show")
