@@ -320,6 +320,60 @@ def test_data_versions_are_listed_with_their_names_and_read_by_id_prefix_or_name
     assert unknown.status_code == 404 and untagged.status_code == 404
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
+def test_a_data_versions_profile_and_its_drift_are_read_from_the_stored_sketches(
+        api: Api, tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from trainforge.profiles import profile_source
+
+    rng = np.random.default_rng(0)
+    days = []
+    for day, shift in enumerate((0.0, 0.0, 6.0)):
+        folder = tmp_path / f"day{day}"
+        folder.mkdir()
+        pd.DataFrame({"amount": rng.normal(100 + shift, 15, 4_000),
+                      "channel": rng.choice(["web", "app"], 4_000)}).assign(
+            peak=float("inf")).to_parquet(folder / "rows.parquet")
+        stored = profile_source(api.store, str(folder / "rows.parquet"))
+        api.store.put_data_version(DataVersion(stored.version_id, str(folder), (), 4_000))
+        api.store.number_data_version("daily", stored.version_id)
+        days.append(stored.version_id)
+
+    profile = api.client.get("/api/v1/data/versions/daily@1/profile")
+    quiet = api.client.get("/api/v1/data/versions/daily@2/drift", params={"against": "daily@1"})
+    moved = api.client.get(f"/api/v1/data/versions/{days[2][:8]}/drift",
+                           params={"against": "daily@1"})
+
+    assert profile.status_code == 200, profile.text
+    answer = profile.json()
+    assert (answer["data_version_id"], answer["rows"]) == (days[0], 4_000)
+    amount = answer["columns"]["amount"]
+    assert amount["kind"] == "numeric" and 95 < amount["quantiles"]["p50"] < 105
+    assert {v for v, _ in answer["columns"]["channel"]["top"]} == {"web", "app"}
+    assert answer["columns"]["peak"]["max"] is None  # infinity: JSON cannot hold it
+    assert quiet.json()["drifted"] is False and quiet.json()["current"] == days[1]
+    drift = moved.json()
+    assert drift["drifted"] is True and drift["reference"] == days[0]
+    [shifted] = [c for c in drift["columns"] if c["column"] == "amount"]
+    assert shifted["drifted"] and shifted["statistics"]["wasserstein"] > 0.1
+    assert drift["schema_changes"] == {"added": [], "removed": [], "retyped": []}
+
+
+def test_a_profile_or_drift_of_a_version_without_a_stored_profile_is_refused(api: Api) -> None:
+    version = DataVersion("ab" * 32, "data/x.parquet", (), 0)
+    api.store.put_data_version(version)
+    missing = api.client.get("/api/v1/data/versions/abababab/profile")
+    no_reference = api.client.get("/api/v1/data/versions/abababab/drift")
+    unknown = api.client.get("/api/v1/data/versions/abababab/drift",
+                             params={"against": "nope@1"})
+
+    assert missing.status_code == 404 and "has no stored profile" in missing.json()["detail"]
+    assert no_reference.status_code == 422 and "against" in no_reference.text
+    assert unknown.status_code == 404
+
+
 def counted() -> int:
     return 3
 

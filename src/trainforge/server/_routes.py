@@ -14,7 +14,7 @@ import math
 import re
 import uuid
 from types import ModuleType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -33,6 +33,7 @@ from trainforge.server._schemas import (
     DataVersionPage,
     DeliveryOut,
     DeliveryPage,
+    DriftOut,
     EndRequest,
     ErrorAnswer,
     ExperimentOut,
@@ -46,6 +47,7 @@ from trainforge.server._schemas import (
     PipelineRunPage,
     PointOut,
     PointPage,
+    ProfileOut,
     Refusal,
     RegisterRequest,
     RunOut,
@@ -61,11 +63,15 @@ from trainforge.server._schemas import (
     WebhookPage,
     WebhookRequest,
     WhoAmI,
+    json_safe,
 )
 from trainforge.server._streams import spooled_upload, streamed
 from trainforge.server._tokens import Caller
 from trainforge.session import Session
 from trainforge.storage import DataVersionStore
+
+if TYPE_CHECKING:
+    from trainforge.profiles import DatasetProfile
 
 PREFIX = "/api/v1"
 MAX_ARTIFACT_BYTES = 1024**3  # an upload's limit; JSON bodies have theirs (`_app`)
@@ -171,6 +177,46 @@ def get_data_version(request: Request, ref: str, _: Viewer) -> DataVersionOut:
     version = store.get_data_version(_data_version_id(store, ref))
     return DataVersionOut.of(version, store.list_data_tags(version.data_version_id),
                              files=True)
+
+
+def get_data_profile(request: Request, ref: str, _: Viewer) -> ProfileOut:
+    """The stored profile of a data version (`ref` as for one data version): 404 when it has
+    none (`trainforge data profile` and every run store one)."""
+    store = _session(request).store
+    version_id = _data_version_id(store, ref)
+    profile = _stored_profile(store, version_id, ref)
+    summary = json_safe(profile.summary())
+    return ProfileOut(data_version_id=version_id, rows=summary["rows"],
+                      columns=summary["columns"])
+
+
+def get_data_drift(request: Request, ref: str, _: Viewer,
+                   against: Annotated[str, Query(description="the reference data version, "
+                                                 "as `ref`")]) -> DriftOut:
+    """The drift of data version `ref` from `against`, from their stored profiles alone (the
+    server reads no data: a source is profiled where it is, by `trainforge data profile`)."""
+    from trainforge.profiles import compute_drift
+
+    store = _session(request).store
+    reference_id = _data_version_id(store, against)
+    current_id = _data_version_id(store, ref)
+    report = compute_drift(_stored_profile(store, reference_id, against),
+                           _stored_profile(store, current_id, ref)).to_dict()
+    report = json_safe(report)
+    return DriftOut(reference=reference_id, current=current_id, drifted=report["drifted"],
+                    reference_rows=report["reference_rows"],
+                    current_rows=report["current_rows"], schema_changes=report["schema"],
+                    columns=report["columns"])
+
+
+def _stored_profile(store: DataVersionStore, version_id: str, ref: str) -> DatasetProfile:
+    from trainforge.profiles import load_profile
+
+    profile = load_profile(store, version_id)
+    if profile is None:
+        raise NotFound(f"data version {ref!r} has no stored profile: profile it with "
+                       "`trainforge data profile SOURCE` (runs profile what they read)")
+    return profile
 
 
 def _data_version_id(store: DataVersionStore, ref: str) -> str:
@@ -382,6 +428,8 @@ ROUTES = (
     ("POST", "/models/register", register_model),
     ("GET", "/data/versions", list_data_versions),
     ("GET", "/data/versions/{ref}", get_data_version),
+    ("GET", "/data/versions/{ref}/profile", get_data_profile),
+    ("GET", "/data/versions/{ref}/drift", get_data_drift),
     ("GET", "/pipeline-runs", list_pipeline_runs),
     ("GET", "/pipeline-runs/{pipeline_run_id}", get_pipeline_run),
     ("GET", "/studies", list_studies),

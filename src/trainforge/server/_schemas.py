@@ -300,6 +300,40 @@ class PipelineRunOut(_Answer):
                    steps=None if steps is None else [StepRunOut.of(s) for s in steps])
 
 
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float (an infinity a column held) made null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+class ProfileOut(_Answer):
+    """A data version's stored profile, as `data profile --json` prints it: its rows and each
+    column's kind, type, count, nulls, distinct values and, by kind, min, max, mean, std,
+    quantiles, the quantiles' rank error and a histogram, or the top values."""
+
+    data_version_id: str
+    rows: int
+    columns: dict[str, dict[str, Any]]
+
+
+class DriftOut(_Answer):
+    """`data drift --json` between two stored profiles: per column its statistics, thresholds
+    and whether it drifted; the columns added, removed or retyped (`schema_changes`)."""
+
+    reference: str
+    current: str
+    drifted: bool
+    reference_rows: int
+    current_rows: int
+    schema_changes: dict[str, list[Any]]
+    columns: list[dict[str, Any]]
+
+
 class StudyOut(_Answer):
     name: str
     direction: str
