@@ -437,6 +437,7 @@ def test_the_readme_lists_a_plan_for_each_command() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2700)  # some 70 commands: 7 minutes here, 14 on a machine half as fast
 def test_every_readme_command_runs_without_a_traceback(user_venv: Path, tmp_path: Path) -> None:
     shutil.copytree(REPO / "examples", tmp_path / "examples",
                     ignore=shutil.ignore_patterns("data", "__pycache__"))
