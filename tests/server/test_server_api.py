@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
+import pandas as pd
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -35,6 +37,7 @@ from trainforge.errors import DataError, PipelineFailed
 from trainforge.orchestration import Dag
 from trainforge.orchestration.steps import StepDeclaration, make_step
 from trainforge.orchestration.user_pipelines import run_steps
+from trainforge.profiles import profile_source
 from trainforge.server import authenticate, create_server_app, issue_token
 from trainforge.session import Session
 from trainforge.storage import Store, open_store
@@ -323,11 +326,6 @@ def test_data_versions_are_listed_with_their_names_and_read_by_id_prefix_or_name
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
 def test_a_data_versions_profile_and_its_drift_are_read_from_the_stored_sketches(
         api: Api, tmp_path: Path) -> None:
-    import numpy as np
-    import pandas as pd
-
-    from trainforge.profiles import profile_source
-
     rng = np.random.default_rng(0)
     days = []
     for day, shift in enumerate((0.0, 0.0, 6.0)):

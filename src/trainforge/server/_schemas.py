@@ -31,9 +31,16 @@ from trainforge.registry import check_label
 from trainforge.versioning import names_of
 
 
-def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
-    """Metrics as JSON holds them: NaN and infinity (which JSON has not) as null."""
-    return {k: v if math.isfinite(v) else None for k, v in metrics.items()}
+def json_safe(value: Any) -> Any:
+    """`value` as JSON holds it: every NaN and infinity (which JSON has not), in it or in the
+    dicts, lists and tuples it holds, made null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 class _Answer(BaseModel):
@@ -92,7 +99,7 @@ class RunOut(_Answer):
     @classmethod
     def of(cls, run: Run) -> RunOut:
         return cls(run_id=run.run_id, experiment_id=run.experiment_id, status=run.status.value,
-                   params=run.params, metrics=_finite(run.metrics),
+                   params=run.params, metrics=json_safe(run.metrics),
                    tags=run.tags, started_at=run.started_at, ended_at=run.ended_at,
                    duration_s=run.duration_s, git_commit=run.git_commit,
                    data_version_id=run.data_version_id, parent_run_id=run.parent_run_id,
@@ -115,7 +122,7 @@ class ModelVersionOut(_Answer):
         return cls(name=version.model_name, version=version.version, label=version.label,
                    stage=version.stage.value,
                    run_id=version.run_id, created_at=version.created_at,
-                   metrics=_finite(version.metrics),
+                   metrics=json_safe(version.metrics),
                    data_version_id=version.data_version_id, git_commit=version.git_commit)
 
 
@@ -236,7 +243,7 @@ class PointOut(_Answer):
 
     @classmethod
     def of(cls, point: MetricPoint) -> PointOut:
-        return cls(key=point.key, value=point.value if math.isfinite(point.value) else None,
+        return cls(key=point.key, value=json_safe(point.value),
                    step=point.step, timestamp=point.timestamp)
 
 
@@ -298,17 +305,6 @@ class PipelineRunOut(_Answer):
                    status=run.status, run_id=run.run_id, started_at=run.started_at,
                    ended_at=run.ended_at,
                    steps=None if steps is None else [StepRunOut.of(s) for s in steps])
-
-
-def json_safe(value: Any) -> Any:
-    """`value` with every non-finite float (an infinity a column held) made null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 
 
 class ProfileOut(_Answer):

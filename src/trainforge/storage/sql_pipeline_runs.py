@@ -70,13 +70,13 @@ def find_run(session: Session, id_or_prefix: str) -> PipelineRun:
 
 def list_runs(session: Session, pipeline_id: str | None, status: PipelineRunStatus | None,
               limit: int, cursor: str | None) -> Page[PipelineRun]:
+    state = None if status is None else PipelineRunStatus(status).value
     query = select(PipelineRunRow)
     if pipeline_id is not None:
         query = query.where(PipelineRunRow.pipeline_id == pipeline_id)
-    if status is not None:
-        query = query.where(PipelineRunRow.status == PipelineRunStatus(status).value)
-    listing = Listing("list_pipeline_runs", (pipeline_id, None if status is None
-                                             else PipelineRunStatus(status).value))
+    if state is not None:
+        query = query.where(PipelineRunRow.status == state)
+    listing = Listing("list_pipeline_runs", (pipeline_id, state))
     rows, next_cursor = fetch_page(session, listing, query, NEWEST_FIRST, limit, cursor)
     return Page(tuple(to_pipeline_run(row[0]) for row in rows), next_cursor)
 
