@@ -133,6 +133,18 @@ def _log_to_stderr() -> None:
     logger.setLevel(logging.INFO)
 
 
+def _exit(code: int) -> None:
+    """End the worker without the interpreter's teardown. Everything it owes is on disk by
+    now (result or error files renamed into place, the run's handle closed); what teardown
+    would still do is destroy torch's process-group objects in an arbitrary order, and a gloo
+    thread destroyed while joinable there aborts the rank ("terminate called without an
+    active exception") after a step that succeeded."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
     _log_to_stderr()
-    sys.exit(main(Path(sys.argv[1])))
+    _exit(main(Path(sys.argv[1])))
