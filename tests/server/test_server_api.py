@@ -415,6 +415,7 @@ def test_pipeline_runs_are_listed_and_shown_with_their_steps_as_pipeline_show_do
 def test_a_pipeline_run_that_does_not_exist_or_a_bad_status_is_refused(api: Api) -> None:
     missing = api.client.get("/api/v1/pipeline-runs/nope")
     bad = api.client.get("/api/v1/pipeline-runs", params={"status": "done"})
+    api.store.get_or_create_experiment("other")  # two experiments, so a page of one has a cursor
     foreign = api.client.get("/api/v1/experiments", params={"limit": 1})
     cursor = foreign.json()["next_cursor"]
     crossed = api.client.get("/api/v1/pipeline-runs", params={"cursor": cursor})
