@@ -8,6 +8,7 @@ after each test.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import uuid
@@ -37,6 +38,13 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collecting imported (torch and the rest: millions of objects) frozen out of the
+    garbage collector's sight, as trainforge's own processes do (`trainforge._collector`):
+    otherwise each full collection the tests set off walks all of it again."""
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 import trainforge
+from trainforge._collector import started
 from trainforge.cli import (
     _checkpoints,
     _context,
@@ -163,7 +164,8 @@ def run(
     if nproc_per_node is None and (nnodes != "1" or rdzv_endpoint or rdzv_id or max_restarts):
         _render.fail("--nnodes, --rdzv-endpoint, --rdzv-id and --max-restarts need "
                      "--nproc-per-node", 2)
-    from trainforge.pipeline import Launch, launch_pipeline, parse_nodes, run_pipeline
+    with started(trains=nproc_per_node is None):  # a launcher's workers train, it does not
+        from trainforge.pipeline import Launch, launch_pipeline, parse_nodes, run_pipeline
 
     gc.enable()  # a run lasts: its cycles must be collected (`main` turned this off)
     if not as_json:

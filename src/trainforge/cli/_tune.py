@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from trainforge._collector import started
 from trainforge.cli import _context, _extras, _pbt, _render
 from trainforge.errors import Conflict, NotFound, RunFailed, SpecError
 
@@ -51,8 +52,9 @@ def tune_run(spec: str, overrides: Overrides = None, trials: Trials = None,
     """Run the study SPEC's tuning: section declares; each trial is a run nested under the
     study's run (with tuning.pbt: population-based training, members nested likewise)."""
     _extras.require_extra("trainforge tune", "tune")
-    from trainforge.pipeline import plan_pipeline
-    from trainforge.tuning import quiet_optuna, tune
+    with started(trains=True):  # its trials train in this process (and in its workers)
+        from trainforge.pipeline import plan_pipeline, run_pipeline  # noqa: F401 - a trial's
+        from trainforge.tuning import quiet_optuna, tune
 
     quiet_optuna()
     gc.enable()  # a study lasts: its cycles must be collected (`main` turned this off)
@@ -98,7 +100,9 @@ def tune_worker(study: str) -> None:
     """Join STUDY (in this machine's database settings) and run its trials until its budget is
     spent."""
     _extras.require_extra("trainforge tune-worker", "tune")
-    from trainforge.tuning import quiet_optuna, run_worker
+    with started(trains=True):
+        from trainforge.pipeline import run_pipeline  # noqa: F401 - what its trials run
+        from trainforge.tuning import quiet_optuna, run_worker
 
     quiet_optuna()
     gc.enable()

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trainforge._collector import started
 from trainforge.errors import Preempted, TrainforgeError
 from trainforge.orchestration._execution import (
     IsolatedCall,
@@ -45,13 +46,17 @@ JOIN_FILE = "join.pkl"  # a joining node's own definition of the step
 
 
 def main(folder: Path) -> int:
-    import torch
-    import torch.distributed as dist
-
     rank = int(os.environ.get("RANK", "0"))
+    with started(trains=True):  # torch, and the modules the call's step imports as it loads
+        import torch
+        import torch.distributed as dist
+
+        try:
+            local = _local_call(folder)
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the executor
+            return _failed(folder, exc, rank)
     recorder = None
     try:
-        local = _local_call(folder)
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
@@ -65,9 +70,7 @@ def main(folder: Path) -> int:
         dist.barrier()
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the executor
-        _write(folder / f"error-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}-{rank}.json",
-               _error(exc, rank))
-        return 1
+        return _failed(folder, exc, rank)
     finally:
         if recorder is not None:
             recorder.close()
@@ -107,6 +110,13 @@ def _recorder(call: IsolatedCall, rank: int) -> Any:
     from trainforge.tracking import SilentRun
 
     return SilentRun(call.run_id, open_artifact_store(call.settings.artifact_root))
+
+
+def _failed(folder: Path, exc: BaseException, rank: int) -> int:
+    """Exit code 1, once the failure is written where the executor reads it."""
+    _write(folder / f"error-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}-{rank}.json",
+           _error(exc, rank))
+    return 1
 
 
 def _error(exc: BaseException, rank: int) -> dict[str, Any]:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import sys
 
+from trainforge._collector import started
 from trainforge.errors import TrainforgeError
-from trainforge.tuning._study import quiet_optuna
-from trainforge.tuning._worker import run_worker
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m trainforge.tuning STUDY", file=sys.stderr)
         return 2
+    with started(trains=True):
+        from trainforge.pipeline import run_pipeline  # noqa: F401 - what its trials run
+        from trainforge.tuning._study import quiet_optuna
+        from trainforge.tuning._worker import run_worker
     quiet_optuna()
     try:
         run_worker(argv[0])
