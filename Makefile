@@ -66,14 +66,16 @@ demo-digits: setup
 # pytest-xdist: a worker per core and one more (TEST_WORKERS=1 for a serial run): many tests
 # wait on processes, heartbeats or backoff, and the extra worker's tests use that time (two
 # more gained nothing measurable on 2 cores: the suite is CPU-bound, and contention grew). The
-# tests marked slow come first, and each worker takes the next test when it is free (one queue:
-# `--maxschedchunk 1`); dealt in chunks, every slow test would go to the first worker. mypy
-# checks beside them (its report follows pytest's), in the time the waiting tests leave.
+# tests marked slow come first, and each worker takes the next test when it is almost out of
+# work; the tests that share a module's or a folder's expensive fixture (a trained run, a
+# torchrun job) are one unit that one worker runs, so that it is made once (the scheduler in
+# tests/conftest.py). mypy checks beside them (its report follows pytest's), in the time the
+# waiting tests leave.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1; tests=$$?; \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist load; tests=$$?; \
 	wait $$mypy; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
 

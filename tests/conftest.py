@@ -47,10 +47,40 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+# Tests sharing an expensive fixture of their module or folder (scope module or session), by
+# path: under pytest-xdist each group is one unit of work, run by one worker, which makes the
+# fixture once (spread over three workers, each would make its own).
+SHARED_FIXTURES = {
+    "tests/train/test_reshard.py": "checkpoints torchrun wrote at 2 and 4 ranks",
+    "tests/train/test_distributed.py": "the torchrun job's results",
+    "tests/cli/test_cli_checkpoints.py": "the trained run",
+    "tests/tuning/test_pbt.py": "the study",
+    "tests/serving/": "the trained fraud version",
+    "tests/export/": "the trained fraud version",
+    "tests/registry/": "the trained registry home",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked `slow` first, each group in its own order: under pytest-xdist the
     longest tests start at once, and the short ones fill the workers around them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduler by scope, whose scopes are the groups of `SHARED_FIXTURES`
+    and, for every other test, the test itself; in the order of the collection (slow tests
+    first), each worker taking the next unit when it is almost out of work."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((prefix for prefix in SHARED_FIXTURES if path.startswith(prefix)),
+                        nodeid)
+
+    config.option.loadscopereorder = False  # the collection's order: slow tests first
+    return SharedFixtureScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)
