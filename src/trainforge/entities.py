@@ -271,11 +271,18 @@ class EventDelivery:
 
 @dataclass(frozen=True)
 class Pipeline:
+    """A pipeline's wiring (`dag_config`), recorded by its runs under the spec's name, or
+    registered (`trainforge pipelines register`) under an id of its own: then `spec` is the
+    resolved spec a submitted run of it starts from, `created_by` who registered it and
+    `registered_at` when."""
+
     pipeline_id: str
     name: str
     dag_config: dict[str, Any]
     schedule: str | None = None
     created_by: str | None = None
+    spec: dict[str, Any] | None = None
+    registered_at: datetime | None = None
 
 
 class StepState(str, enum.Enum):

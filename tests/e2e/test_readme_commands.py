@@ -248,6 +248,12 @@ def fail_a_pipeline_run(session: Session) -> None:
     write_rows(session)
 
 
+def write_submission(session: Session) -> None:
+    """submission.json: the README's `config` of a submission."""
+    (session.work / "submission.json").write_text(fenced_block(README.read_text(),
+                                                               '{"model_type": "mlp"'))
+
+
 def start_serving(session: Session) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -378,6 +384,10 @@ PLANS: dict[str, Plan] = {shlex.join(shlex.split(command)): plan for command, pl
     "trainforge webhooks redeliver DELIVERY": Plan(
         before=find_a_delivery, codes=frozenset({0, 2}), why="refused (exit 2) while the "
         "delivery is pending: deploy.example is not reachable here, so it is retried, not dead"),
+    "trainforge pipelines register examples/fraud/pipeline.yaml --id fraud_model_v2": Plan(),
+    "trainforge pipelines show fraud_model_v2": Plan(),
+    "trainforge pipelines resolve fraud_model_v2 --config submission.json": Plan(
+        before=write_submission),
     "trainforge export fraud_detector 1 --int8": Plan(),
     "trainforge serve fraud_detector --port 8080": Plan(
         before=start_serving, background=True, after=await_server),

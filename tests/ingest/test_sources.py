@@ -267,6 +267,17 @@ def test_s3_credentials_come_from_the_environment_without_options(
     assert [p.locate(1) for p in parts] == ["rows.jsonl line 2 (row 2)"]
 
 
+def test_an_s3_source_without_credentials_is_a_data_error_naming_it(
+    s3_bucket_needing_options: str, s3_options: dict[str, Any]
+) -> None:
+    """botocore raises its own error class when it finds no credentials: it is no OSError."""
+    _put(s3_options, f"{s3_bucket_needing_options}/rows.csv", b"a\n1\n")
+    source = f"s3://{s3_bucket_needing_options}/rows.csv"
+    with pytest.raises(DataError, match=rf"data source '{source}': cannot list it: "
+                       r"NoCredentialsError: Unable to locate credentials"):
+        read_columns(source, storage_options={"client_kwargs": s3_options["client_kwargs"]})
+
+
 def test_s3_source_matching_nothing_is_not_found(s3_bucket: str,
                                                 s3_options: dict[str, Any]) -> None:
     with pytest.raises(DataNotFound, match=r"matches no file"):

@@ -32,11 +32,19 @@ from schemathesis.checks import (
 from server_home import editor_session
 
 from trainforge.config import Settings, load_spec
-from trainforge.entities import DataVersion, DeliveryState, ModelStage, Role, RunStatus
+from trainforge.entities import (
+    DataVersion,
+    DeliveryState,
+    ModelStage,
+    Pipeline,
+    Role,
+    RunStatus,
+)
 from trainforge.errors import DataError, PipelineFailed
 from trainforge.orchestration import Dag
 from trainforge.orchestration.steps import StepDeclaration, make_step
 from trainforge.orchestration.user_pipelines import run_steps
+from trainforge.pipeline import register_pipeline
 from trainforge.profiles import profile_source
 from trainforge.server import authenticate, create_server_app, issue_token
 from trainforge.session import Session
@@ -45,6 +53,7 @@ from trainforge.tuning import StudyContext, create_study, open_storage
 
 TRAINFORGE = str(Path(sys.executable).with_name("trainforge"))
 DIGITS_SPEC = Path(__file__).resolve().parents[2] / "examples" / "digits" / "pipeline.yaml"
+FRAUD_SPEC = DIGITS_SPEC.parents[1] / "fraud" / "pipeline.yaml"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 
@@ -410,6 +419,28 @@ def test_pipeline_runs_are_listed_and_shown_with_their_steps_as_pipeline_show_do
     assert "expected at most 2" in shown["steps"][1]["error"]
     assert "outputs" not in shown["steps"][0] and "cache_parts" not in shown["steps"][0]
     assert shown["run_id"] == api.store.get_pipeline_run(bad_id).run_id
+
+
+def test_registered_pipelines_are_listed_and_shown_with_their_spec(api: Api) -> None:
+    register_pipeline(api.store, FRAUD_SPEC, "fraud_model_v2", user="ann")
+    api.store.upsert_pipeline(Pipeline("recorded-only", "recorded-only", {"steps": []}))
+
+    registered = api.client.get("/api/v1/pipelines", params={"registered": "true"}).json()
+    everything = api.client.get("/api/v1/pipelines").json()
+    shown = api.client.get("/api/v1/pipelines/fraud_model_v2").json()
+    recorded = api.client.get("/api/v1/pipelines/recorded-only").json()
+    missing = api.client.get("/api/v1/pipelines/nope")
+
+    assert [p["pipeline_id"] for p in registered["items"]] == ["fraud_model_v2"]
+    assert registered["items"][0]["spec"] is None  # a listing leaves the specs out
+    assert {"fraud_model_v2", "recorded-only"} <= {p["pipeline_id"] for p in everything["items"]}
+    assert shown["settable"] == ["data_source", "model_type", "hyperparams.lr",
+                                 "hyperparams.epochs", "hyperparams.batch_size", "resources"]
+    assert shown["spec"]["submit"]["hyperparams"]["lr"] == "training.optimizer.lr"
+    assert (shown["name"], shown["created_by"]) == ("fraud", "ann") and shown["registered_at"]
+    assert [s["name"] for s in shown["dag_config"]["steps"]][:2] == ["ingest", "validate"]
+    assert (recorded["registered_at"], recorded["settable"], recorded["spec"]) == (None, [], None)
+    assert missing.status_code == 404 and "pipeline 'nope' not found" in missing.text
 
 
 def test_a_pipeline_run_that_does_not_exist_or_a_bad_status_is_refused(api: Api) -> None:

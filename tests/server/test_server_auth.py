@@ -67,7 +67,7 @@ def _request_of(route: APIRoute) -> tuple[str, str, dict[str, Any]]:
     the media type it takes."""
     path = route.path.replace("{delivery_id}", "1")
     for name in ("experiment_id", "run_id", "name", "version", "key:path", "name:path", "ref",
-                 "prefix:path", "pipeline_run_id"):
+                 "prefix:path", "pipeline_run_id", "pipeline_id"):
         path = path.replace("{" + name + "}", "nothing")
     method = sorted(route.methods)[0]
     body: dict[str, Any] = {}
@@ -111,6 +111,7 @@ def test_every_route_answers_401_without_a_token_403_below_its_role_and_serves_i
     assert "POST /api/v1/store/log_metrics" in checked  # the store's wire protocol
     assert "POST /api/v1/webhooks/deliveries/1/redeliver" in checked
     assert "GET /api/v1/pipeline-runs/nothing" in checked
+    assert "GET /api/v1/pipelines/nothing" in checked
     assert "GET /api/v1/data/versions/nothing/drift" in checked
     assert "POST /api/v1/store/add_webhook" in checked and "PUT /api/v1/objects/nothing" in checked
 

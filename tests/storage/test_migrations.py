@@ -15,7 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from trainforge.entities import MetricPoint, ModelStage, Role, RunStatus
+from trainforge.entities import MetricPoint, ModelStage, Pipeline, Role, RunStatus
 from trainforge.storage import SqlStore, all_items, db
 from trainforge.storage.tables import Base
 
@@ -373,6 +373,47 @@ def test_downgrade_to_0012_drops_the_labels_keeping_the_versions(db_url: str) ->
                 "1", "2"]
             assert connection.execute(text(
                 "SELECT count(*) FROM model_stage_changes")).scalar() == 2
+    finally:
+        engine.dispose()
+
+
+def test_a_database_at_0013_upgrades_with_its_pipelines_as_their_runs_recorded_them(
+        db_url: str) -> None:
+    """Pipelines recorded before registration read back unregistered, and may be registered."""
+    _at_revision(db_url, "0013")
+    engine = db.make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO pipelines (pipeline_id, name, dag_config, created_at) "
+                "VALUES ('fraud', 'fraud', '{\"steps\": []}', '2026-03-01 10:00:00')"))
+    finally:
+        engine.dispose()
+    store = SqlStore(db_url)
+    try:
+        old = store.get_pipeline("fraud")
+        assert (old.dag_config, old.spec, old.registered_at) == ({"steps": []}, None, None)
+        registered = store.register_pipeline(Pipeline("fraud", "fraud", {"steps": []},
+                                                      spec={"name": "fraud"}))
+        assert registered.spec == {"name": "fraud"} and registered.registered_at is not None
+    finally:
+        store.close()
+    assert _revision_and_tables(db_url) == (db.head_revision(), TABLES)
+
+
+def test_downgrade_to_0013_drops_what_was_registered_keeping_the_pipelines(db_url: str) -> None:
+    store = SqlStore(db_url)
+    try:
+        store.register_pipeline(Pipeline("fraud_model_v2", "fraud", {}, spec={"name": "fraud"}))
+    finally:
+        store.close()
+    columns, _ = _downgraded(db_url, "0013", "pipelines")
+    assert {"spec", "registered_at"}.isdisjoint(columns) and "dag_config" in columns
+    engine = db.make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT pipeline_id FROM pipelines")).scalars().all(
+                ) == ["fraud_model_v2"]
     finally:
         engine.dispose()
 

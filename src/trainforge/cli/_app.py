@@ -24,6 +24,7 @@ from trainforge.cli import (
     _models,
     _pbt,
     _pipelines,
+    _registered_pipelines,
     _render,
     _reproduce,
     _runs,
@@ -78,6 +79,7 @@ app.add_typer(tokens_app, name="tokens")
 app.add_typer(_data.data_app, name="data")
 app.command("tune-worker")(_tune.tune_worker)
 app.add_typer(_pipelines.pipeline_app, name="pipeline")
+app.add_typer(_registered_pipelines.pipelines_app, name="pipelines")
 app.command("dag")(_pipelines.dag)
 app.command("resume")(_pipelines.resume)
 app.command("explain-cache")(_pipelines.explain_cache)

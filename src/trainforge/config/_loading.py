@@ -55,6 +55,15 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
     return result
 
 
+def apply_values(data: dict[str, Any], values: dict[str, Any], source: str) -> dict[str, Any]:
+    """Set each dotted path of `values` to its value (already parsed, as JSON gives it) in a
+    copy of `data`; `SpecError` naming a path that crosses a value that is no mapping."""
+    result = _deep_copy(data)
+    for path, value in values.items():
+        _set_path(result, path.split("."), _deep_copy(value), f"{path}={value!r}", source)
+    return result
+
+
 def parse_model(model_cls: type[M], data: dict[str, Any], source: str) -> M:
     """Validate `data` against `model_cls`; raise SpecError naming each broken field."""
     try:

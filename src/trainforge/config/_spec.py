@@ -68,6 +68,7 @@ __all__ = [
     "ScheduleSpec",
     "SplitSpec",
     "StandardizeSpec",
+    "SubmitSpec",
     "TrackingSpec",
     "TrainingSpec",
     "TransformSpec",
@@ -83,6 +84,25 @@ class TrackingSpec(_Section):
     )
 
 
+class SubmitSpec(_Section):
+    """How the `config` of a submitted run (the body of `POST /api/v1/pipelines/runs`, or
+    `trainforge pipelines resolve`) maps onto this spec, once it is registered: `data_source`
+    and `model_type` set the spec paths named here, and each name of `hyperparams` the path
+    it maps to. A submission may set nothing else."""
+
+    data_source: str = Field("data.source", description="the spec path `config.data_source` "
+                             "sets")
+    model_type: str = Field("model.type", description="the spec path `config.model_type` sets")
+    hyperparams: dict[str, str] = Field(
+        default_factory=dict, description="each name `config.hyperparams` may set, and the "
+        "spec path it sets (lr: training.optimizer.lr)")
+
+    def paths(self) -> dict[str, str]:
+        """Each key of a config this maps, dotted (`hyperparams.lr`), and the path it sets."""
+        return {"data_source": self.data_source, "model_type": self.model_type,
+                **{f"hyperparams.{name}": path for name, path in self.hyperparams.items()}}
+
+
 class PipelineSpec(_Section):
     """A whole pipeline: the root of a `pipeline.yaml`."""
 
@@ -96,6 +116,7 @@ class PipelineSpec(_Section):
     registry: RegistrySpec | None = None
     tracking: TrackingSpec = TrackingSpec()
     tuning: TuningSpec | None = None
+    submit: SubmitSpec = SubmitSpec()
     steps: list[dict[str, Any]] = Field(
         default_factory=list,
         description="your steps beside the standard chain, each with name, uses "
@@ -108,6 +129,16 @@ class PipelineSpec(_Section):
         if self.data.streaming and self.evaluation.cross_validation:
             raise ValueError("evaluation.cross_validation refits on rows in memory; it is not "
                              "available with data.streaming: true")
+        return self
+
+    @model_validator(mode="after")
+    def _submissions_set_fields_it_has(self) -> PipelineSpec:
+        dumped = self.model_dump()
+        missing = [f"submit.{key}: {path!r} is no field of this spec"
+                   for key, path in self.submit.paths().items()
+                   if not _holds_path(dumped, path.split("."))]
+        if missing:
+            raise ValueError("; ".join(missing))
         return self
 
     @property
@@ -125,3 +156,15 @@ class PipelineSpec(_Section):
         if checkpoint.location and checkpoint.storage_options:
             given[checkpoint.location] = checkpoint.fsspec_options()
         return Credentials(given)
+
+
+def _holds_path(node: Any, parts: list[str]) -> bool:
+    """Whether the dumped spec `node` has a field (or list item) at `parts`."""
+    for part in parts:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True

@@ -226,6 +226,11 @@ def _match(fs: Any, protocol: str, pattern: str,
         if isinstance(exc, DataNotFound):
             raise
         raise DataError(f"data source {source!r}: cannot list it: {exc}") from None
+    except Exception as exc:  # a remote file system's client errors are its own (botocore's)
+        if local:
+            raise
+        raise DataError(f"data source {source!r}: cannot list it: {type(exc).__name__}: "
+                        f"{exc}") from None
     if not found:
         raise DataNotFound(f"data source {source!r} matches no file{where}")
     if local:

@@ -1,5 +1,6 @@
 """The standard training pipeline: its DAG, its steps, `run_pipeline` and `launch_pipeline`
-(the same run over torchrun workers), and a run's checkpoints listed and pruned afterwards.
+(the same run over torchrun workers), a run's checkpoints listed and pruned afterwards, and
+registered pipelines with the submissions they take.
 
 Names are imported on first use (`trainforge._lazy`): `load_checked_spec` (what
 `trainforge validate` runs) comes without torch.
@@ -30,11 +31,23 @@ if TYPE_CHECKING:
     )
     from trainforge.pipeline._identity import spec_hash
     from trainforge.pipeline._plan import PipelinePlan, load_checked_spec, plan_pipeline
+    from trainforge.pipeline._registered import (
+        JobResources,
+        Submission,
+        register_pipeline,
+        resolve_submission,
+        submission_keys,
+    )
     from trainforge.pipeline._resume import checkpoint_location, checkpoint_record
     from trainforge.pipeline._run import PipelineResult, run_pipeline
 
 _EXPORTS = {
     "Dataset": "trainforge.pipeline._dataset",
+    "JobResources": "trainforge.pipeline._registered",
+    "Submission": "trainforge.pipeline._registered",
+    "register_pipeline": "trainforge.pipeline._registered",
+    "resolve_submission": "trainforge.pipeline._registered",
+    "submission_keys": "trainforge.pipeline._registered",
     "DISTRIBUTED_RECORD": "trainforge.pipeline._distributed",
     "Launch": "trainforge.orchestration.executors",
     "PipelinePlan": "trainforge.pipeline._plan",
@@ -60,9 +73,11 @@ _EXPORTS = {
 __all__ = [
     "DISTRIBUTED_RECORD",
     "Dataset",
+    "JobResources",
     "Launch",
     "PipelinePlan",
     "PipelineResult",
+    "Submission",
     "build_training_dag",
     "check_spec",
     "checkpoint_location",
@@ -76,9 +91,12 @@ __all__ = [
     "open_run_checkpoints",
     "parse_nodes",
     "plan_pipeline",
+    "register_pipeline",
+    "resolve_submission",
     "run_pipeline",
     "spec_hash",
     "spec_storage_options",
+    "submission_keys",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,10 +2,10 @@
 `config.recorded_spec`).
 
 `spec_hash` identifies what a spec trains: the resolved spec without the settings that cannot
-change the result (how a run resumes, stops and reports, the study that may search around it
-and the gates a later promotion applies: `RESULT_NEUTRAL`) and without credentials (never
-dumped). `resume: auto` continues an unfinished run with the same hash, and a resume may make
-only changes that keep it.
+change the result (how a run resumes, stops and reports, the study that may search around it,
+what a submission may set and the gates a later promotion applies: `RESULT_NEUTRAL`) and
+without credentials (never dumped). `resume: auto` continues an unfinished run with the same
+hash, and a resume may make only changes that keep it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import json
 
 from trainforge.config import PipelineSpec
 
-# Dotted spec paths that change how a run resumes, stops or reports, never what it trains.
+# Dotted spec paths that change how a run resumes, stops or reports (or what a submission of
+# it may set), never what it trains.
 RESULT_NEUTRAL = (
     "training.checkpoint.resume",
     "training.checkpoint.preempt_on",
@@ -30,6 +31,7 @@ RESULT_NEUTRAL = (
     "training.profiler",
     "tracking",
     "tuning",
+    "submit",
     "registry.promotion",
 )
 

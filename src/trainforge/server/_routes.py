@@ -1,12 +1,13 @@
 """The API's routes: experiments, their runs and a run (the seed's
 `GET /api/v1/experiments/{experiment_id}/runs/{run_id}`), a model's versions and a version's
 stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`), a model registered
-from anywhere (the seed's `POST /api/v1/models/register`); and what a client
-logging a run writes (a run, its params and tags, metric batches stored once per batch id,
-heartbeats, its end) and reads back (its series, downsampled on request); pipeline runs
-with their steps' attempts; webhooks, their subscriptions and deliveries (an admin's). Each
-route has its permission decision (`_auth`): viewers read, editors write. Listings are keyset pages
-(`limit`, `cursor`); runs take the `runs list` filter and sort language (`filter`, `sort`)."""
+from anywhere (the seed's `POST /api/v1/models/register`); and what a client logging a run
+writes (a run, its params and tags, metric batches stored once per batch id, heartbeats, its
+end) and reads back (its series, downsampled on request); pipelines (the registered ones with
+their specs) and pipeline runs with their steps' attempts; webhooks, their subscriptions and
+deliveries (an admin's). Each route has its permission decision (`_auth`): viewers read,
+editors write. Listings are keyset pages (`limit`, `cursor`); runs take the `runs list`
+filter and sort language (`filter`, `sort`)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ from trainforge.server._schemas import (
     MetricBatch,
     ModelVersionOut,
     ModelVersionPage,
+    PipelineOut,
+    PipelinePage,
     PipelineRunOut,
     PipelineRunPage,
     PointOut,
@@ -231,6 +234,27 @@ def _data_version_id(store: DataVersionStore, ref: str) -> str:
         raise NotFound(f"data version {ref!r}: " + ("no stored id starts so" if not found
                                                     else "more than one id starts so"))
     return found[0]
+
+
+def list_pipelines(request: Request, _: Viewer, limit: Limit = 100, cursor: Cursor = None,
+                   registered: Annotated[bool | None, Query(
+                       description="true: only registered pipelines; false: only those "
+                       "their runs recorded")] = None) -> PipelinePage:
+    """Pipelines by id (`pipelines list`)."""
+    from trainforge.pipeline import submission_keys
+
+    page = _session(request).store.list_pipelines(registered, limit=limit, cursor=cursor)
+    return PipelinePage(items=[PipelineOut.of(p, submission_keys(p), with_spec=False)
+                               for p in page.items], next_cursor=page.next_cursor)
+
+
+def get_pipeline(request: Request, pipeline_id: str, _: Viewer) -> PipelineOut:
+    """One pipeline with its resolved spec (`pipelines show`); its runs are
+    `/pipeline-runs?pipeline_id=`."""
+    from trainforge.pipeline import submission_keys
+
+    pipeline = _session(request).store.get_pipeline(pipeline_id)
+    return PipelineOut.of(pipeline, submission_keys(pipeline), with_spec=True)
 
 
 def list_pipeline_runs(request: Request, _: Viewer, limit: Limit = 100, cursor: Cursor = None,
@@ -430,6 +454,8 @@ ROUTES = (
     ("GET", "/data/versions/{ref}", get_data_version),
     ("GET", "/data/versions/{ref}/profile", get_data_profile),
     ("GET", "/data/versions/{ref}/drift", get_data_drift),
+    ("GET", "/pipelines", list_pipelines),
+    ("GET", "/pipelines/{pipeline_id}", get_pipeline),
     ("GET", "/pipeline-runs", list_pipeline_runs),
     ("GET", "/pipeline-runs/{pipeline_run_id}", get_pipeline_run),
     ("GET", "/studies", list_studies),

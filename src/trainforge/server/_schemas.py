@@ -19,6 +19,7 @@ from trainforge.entities import (
     MetricPoint,
     ModelStage,
     ModelVersion,
+    Pipeline,
     PipelineRun,
     PipelineRunStatus,
     Run,
@@ -287,6 +288,29 @@ class StepRunOut(_Answer):
                    error=step.error, cache_key=step.cache_key, cached_from=step.cached_from)
 
 
+class PipelineOut(_Answer):
+    """A pipeline: registered (`trainforge pipelines register`: who, when, the keys a
+    submission's `config` may set) or only recorded by its runs (then `registered_at` is null
+    and `settable` empty); `dag_config` its steps' wiring; `spec` (one pipeline's answer
+    only) the resolved spec submissions start from, credentials left out."""
+
+    pipeline_id: str
+    name: str
+    registered_at: datetime | None
+    created_by: str | None
+    schedule: str | None
+    settable: list[str]
+    dag_config: dict[str, Any]
+    spec: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, pipeline: Pipeline, settable: list[str], with_spec: bool) -> PipelineOut:
+        return cls(pipeline_id=pipeline.pipeline_id, name=pipeline.name,
+                   registered_at=pipeline.registered_at, created_by=pipeline.created_by,
+                   schedule=pipeline.schedule, settable=settable,
+                   dag_config=pipeline.dag_config, spec=pipeline.spec if with_spec else None)
+
+
 class PipelineRunOut(_Answer):
     """One execution of a pipeline's DAG; `run_id` is the tracked run its steps record to;
     `steps` (one pipeline run's answer only) its steps' attempts in the order they began."""
@@ -436,6 +460,10 @@ class ModelVersionPage(Listing):
 
 class DataVersionPage(Listing):
     items: list[DataVersionOut]
+
+
+class PipelinePage(Listing):
+    items: list[PipelineOut]
 
 
 class PipelineRunPage(Listing):

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 # The newest revision in migrations/versions/, the schema the store reads and writes; a test
 # pins it to alembic's head (`head_revision()`), so a new revision must move it.
-SCHEMA_REVISION = "0013"
+SCHEMA_REVISION = "0014"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Execution option: begin this connection's transactions with the write lock held (SQLite).
 WRITE = "trainforge_write"

@@ -46,7 +46,10 @@ def metrics_from_json(stored: dict[str, float | None]) -> dict[str, float]:
 
 def to_pipeline(row: PipelineRow) -> Pipeline:
     return Pipeline(pipeline_id=row.pipeline_id, name=row.name, dag_config=dict(row.dag_config),
-                    schedule=row.schedule, created_by=row.created_by)
+                    schedule=row.schedule, created_by=row.created_by,
+                    spec=None if row.spec is None else dict(row.spec),
+                    registered_at=None if row.registered_at is None
+                    else as_utc(row.registered_at))
 
 
 def to_run(row: RunRow, metrics: dict[str, float]) -> Run:

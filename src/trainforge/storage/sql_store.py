@@ -67,6 +67,7 @@ from trainforge.storage.tables import (
 _SPEC_HASH_LENGTH = 64  # the width of `runs.spec_hash`
 _CANDIDATES_SHOWN = 5  # run ids an `Ambiguous` error lists
 _BY_NAME = (OrderKey(ExperimentRow.name, (str,)),)
+_BY_PIPELINE_ID = (OrderKey(PipelineRow.pipeline_id, (str,)),)
 
 
 class SqlStore(SqlMetricStore, SqlCheckpointStore, SqlDataVersionStore, SqlPipelineRunStore,
@@ -100,15 +101,59 @@ class SqlStore(SqlMetricStore, SqlCheckpointStore, SqlDataVersionStore, SqlPipel
             return Page(tuple(to_experiment(row[0]) for row in rows), next_cursor)
 
     def upsert_pipeline(self, pipeline: Pipeline) -> Pipeline:
-        """Insert `pipeline`, or replace the stored one with the same id (keeping created_at)."""
+        """Insert `pipeline`, or replace the stored one with the same id (keeping created_at);
+        a registered pipeline is kept as it was registered."""
         fields = {"name": pipeline.name, "dag_config": pipeline.dag_config,
                   "schedule": pipeline.schedule, "created_by": pipeline.created_by}
         statement = self._insert(PipelineRow).values(
             pipeline_id=pipeline.pipeline_id, created_at=utcnow(), **fields
-        ).on_conflict_do_update(index_elements=["pipeline_id"], set_=fields)
+        ).on_conflict_do_update(index_elements=["pipeline_id"], set_=fields,
+                                where=PipelineRow.registered_at.is_(None))
         with self._write() as session:
             session.execute(statement)
             return to_pipeline(get_row(session, PipelineRow, pipeline.pipeline_id, "pipeline"))
+
+    def register_pipeline(self, pipeline: Pipeline, replace: bool = False) -> Pipeline:
+        """Register `pipeline` (its `spec` given); see the contract."""
+        if pipeline.spec is None:
+            raise ValueError(f"pipeline {pipeline.pipeline_id!r}: a registered pipeline needs "
+                             "its spec")
+        with self._write() as session:
+            session.execute(self._insert(PipelineRow).values(
+                pipeline_id=pipeline.pipeline_id, name=pipeline.name, dag_config={},
+                created_at=utcnow()).on_conflict_do_nothing(index_elements=["pipeline_id"]))
+            row = get_row(session, PipelineRow, pipeline.pipeline_id, "pipeline", lock=True)
+            same = (row.name, row.dag_config, row.spec) == (pipeline.name, pipeline.dag_config,
+                                                           pipeline.spec)
+            if row.registered_at is not None and not same and not replace:
+                raise Conflict(f"pipeline {pipeline.pipeline_id!r} is registered with another "
+                               f"spec (by {row.created_by or 'someone'} at "
+                               f"{as_utc(row.registered_at):%Y-%m-%d %H:%M} UTC): register "
+                               "this one under a new id, or replace it")
+            if row.registered_at is None or not same:
+                row.name, row.dag_config, row.spec = (pipeline.name, pipeline.dag_config,
+                                                      pipeline.spec)
+                row.schedule, row.created_by = pipeline.schedule, pipeline.created_by
+                row.registered_at = utcnow()
+            session.flush()
+            return to_pipeline(row)
+
+    def get_pipeline(self, pipeline_id: str) -> Pipeline:
+        with self._read() as session:
+            return to_pipeline(get_row(session, PipelineRow, pipeline_id, "pipeline"))
+
+    def list_pipelines(self, registered: bool | None = None, limit: int = DEFAULT_LIMIT,
+                       cursor: str | None = None) -> Page[Pipeline]:
+        """Pipelines by id: all of them, or only the registered ones (True) or only those
+        their runs recorded (False)."""
+        query = select(PipelineRow)
+        if registered is not None:
+            query = query.where(PipelineRow.registered_at.is_not(None) if registered
+                                else PipelineRow.registered_at.is_(None))
+        with self._read() as session:
+            rows, next_cursor = fetch_page(session, Listing("list_pipelines", (registered,)),
+                                           query, _BY_PIPELINE_ID, limit, cursor)
+            return Page(tuple(to_pipeline(row[0]) for row in rows), next_cursor)
 
     # runs
 

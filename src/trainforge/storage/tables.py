@@ -91,6 +91,9 @@ class PipelineRow(Base):
     schedule: Mapped[str | None] = mapped_column(String(255))
     created_by: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # a registered pipeline's resolved spec and when it was registered (NULL: recorded by runs)
+    spec: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    registered_at: Mapped[datetime | None]
 
 
 class ExperimentRow(Base):

@@ -41,6 +41,7 @@ _ADMIN = ("add_webhook", "list_webhooks", "record_delivery", "list_deliveries",
 _EDITOR = (
     # experiments and runs
     "get_or_create_experiment", "get_experiment", "list_experiments", "upsert_pipeline",
+    "register_pipeline", "get_pipeline", "list_pipelines",
     "create_run", "get_run", "find_run", "list_runs", "search_runs", "log_params", "set_tags",
     "set_system", "set_data_version", "end_run", "reopen_run", "heartbeat", "mark_crashed",
     # metrics and checkpoints

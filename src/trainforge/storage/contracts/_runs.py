@@ -15,9 +15,17 @@ class ExperimentStore(Protocol):
 
     - `get_or_create_experiment` is a race-free upsert by name: concurrent callers with one name
       all get the same experiment; the description is set only when it is created;
-    - `upsert_pipeline` inserts or replaces the pipeline with that id (last writer wins);
+    - `upsert_pipeline` inserts or replaces the pipeline with that id (last writer wins), as
+      a run records its pipeline; a registered pipeline is left as it was registered (and
+      returned so);
+    - `register_pipeline` stores a pipeline with its `spec` (`ValueError` without one),
+      `registered_at` now: over a pipeline its runs recorded, or one registered with the
+      same name, wiring and spec (then returned unchanged); one registered with another is
+      a `Conflict` naming who registered it, unless `replace`;
+    - `get_pipeline` (`NotFound` for an unknown id); `list_pipelines` by id, all of them,
+      only the registered (`registered=True`) or only those runs recorded (False);
     - `list_experiments` orders by name (names are unique); the cursor holds the last name;
-    - `get_experiment` raises `NotFound` for an unknown id. Nothing here raises `Conflict`;
+    - `get_experiment` raises `NotFound` for an unknown id;
     - as every area: one unit of work per call, from any thread, frozen records the caller
       owns, `StoreUnavailable` from any method while the database cannot be reached.
     """
@@ -31,6 +39,13 @@ class ExperimentStore(Protocol):
     ) -> Page[Experiment]: ...
 
     def upsert_pipeline(self, pipeline: Pipeline) -> Pipeline: ...
+
+    def register_pipeline(self, pipeline: Pipeline, replace: bool = False) -> Pipeline: ...
+
+    def get_pipeline(self, pipeline_id: str) -> Pipeline: ...
+
+    def list_pipelines(self, registered: bool | None = None, limit: int = DEFAULT_LIMIT,
+                       cursor: str | None = None) -> Page[Pipeline]: ...
 
 
 class RunStore(Protocol):
