@@ -15,12 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 from example_scripts import EXAMPLES, load_example_script
+from live_server import live_server
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from trainforge.cli._app import app
 from trainforge.config import Settings
+from trainforge.entities import Role
 from trainforge.errors import SpecError
+from trainforge.server import create_server_app, issue_token
 from trainforge.session import Session
 from trainforge.storage import all_items, open_store
 from trainforge.storage.artifacts import open_artifact_store
@@ -186,6 +189,33 @@ def test_pbt_show_prints_the_lineage(study: Study, monkeypatch: pytest.MonkeyPat
     exploits = json.loads(shown.output)["exploits"]
     assert [(e["recipient"], e["donor"], e["step"]) for e in exploits] == [
         (r.recipient, r.donor, r.step) for r in study.result.lineage.exploits]
+
+
+def test_the_server_answers_the_lineage_pbt_show_prints(study: Study) -> None:
+    session = Session.open(study.settings)
+    session.store.add_user("viewer", Role.VIEWER)
+    token, _ = issue_token(session.store, "viewer")
+    study_run = study.result.study.run_id
+    with live_server(create_server_app(session)) as client:
+        client.headers["Authorization"] = f"Bearer {token}"
+        answer = client.get(f"/api/v1/runs/{study_run}/pbt-lineage")
+        member = client.get(f"/api/v1/runs/{study.result.members[0].run_id}/pbt-lineage")
+
+    assert answer.status_code == 200, answer.text
+    lineage, recorded = answer.json(), study.result.lineage
+    assert (lineage["study_run_id"], lineage["metric"], lineage["population"]) == (
+        study_run, "val_loss", 4)
+    assert [(e["interval"], e["recipient"], e["donor"], e["exploited"], e["weights_sha256"])
+            for e in lineage["exploits"]] == [
+        (r.interval, r.recipient, r.donor, r.exploited, r.weights_sha256)
+        for r in recorded.exploits]
+    assert [{int(m): v for m, v in i["scores"].items()} for i in lineage["intervals"]] == [
+        {m: v if math.isfinite(v) else None for m, v in i.scores.items()}
+        for i in recorded.intervals]
+    locations = [r.donor_checkpoint for r in recorded.exploits if r.donor_checkpoint]
+    assert locations and not any(where in answer.text for where in locations)  # server-side
+    assert member.status_code == 404
+    assert "is no population-based training study" in member.json()["detail"]
 
 
 @dataclass

@@ -3,11 +3,11 @@
 stage (the seed's `PUT /api/v1/models/{name}/versions/{version}/stage`), a model registered
 from anywhere (the seed's `POST /api/v1/models/register`); and what a client logging a run
 writes (a run, its params and tags, metric batches stored once per batch id, heartbeats, its
-end) and reads back (its series, downsampled on request); pipelines (the registered ones with
-their specs) and pipeline runs with their steps' attempts; webhooks, their subscriptions and
-deliveries (an admin's). Each route has its permission decision (`_auth`): viewers read,
-editors write. Listings are keyset pages (`limit`, `cursor`); runs take the `runs list`
-filter and sort language (`filter`, `sort`)."""
+end) and reads back (its series, downsampled on request); a PBT study's lineage; pipelines
+(the registered ones with their specs) and pipeline runs with their steps' attempts;
+webhooks, their subscriptions and deliveries (an admin's). Each route has its permission
+decision (`_auth`): viewers read, editors write. Listings are keyset pages (`limit`,
+`cursor`); runs take the `runs list` filter and sort language (`filter`, `sort`)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ from trainforge.server._schemas import (
     ExperimentPage,
     ExperimentRequest,
     KeyPage,
+    LineageOut,
     MetricBatch,
     ModelVersionOut,
     ModelVersionPage,
@@ -298,6 +299,26 @@ def _tuning() -> ModuleType:
     return tuning
 
 
+def get_pbt_lineage(request: Request, run_id: str, _: Viewer) -> LineageOut:
+    """The lineage of a population-based training study's run (`pbt show`): each interval's
+    scores and hyperparameters, every exploit or why it was refused; 404 for a run that is
+    no such study."""
+    import json
+
+    from trainforge.tuning import read_lineage
+
+    session = _session(request)
+    session.store.get_run(run_id)
+    try:
+        lineage = read_lineage(run_id, session.artifacts)
+    except ArtifactError as exc:
+        if isinstance(exc.__cause__, ObjectNotFound):
+            raise NotFound(f"run {run_id!r} is no population-based training study: it "
+                           "stored no lineage") from None
+        raise
+    return LineageOut.of(run_id, json.loads(lineage.to_json()))
+
+
 def _tuning_storage(request: Request) -> Any:
     """Optuna's storage in the server's database, opened on first use."""
     state = request.app.state
@@ -460,6 +481,7 @@ ROUTES = (
     ("GET", "/pipeline-runs/{pipeline_run_id}", get_pipeline_run),
     ("GET", "/studies", list_studies),
     ("GET", "/studies/{name}", get_study),
+    ("GET", "/runs/{run_id}/pbt-lineage", get_pbt_lineage),
     ("POST", "/experiments", create_experiment),
     ("POST", "/experiments/{experiment_id}/runs", create_run),
     ("PUT", "/runs/{run_id}/params", log_params),

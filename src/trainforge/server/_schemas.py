@@ -390,6 +390,55 @@ class StudyDetail(_Answer):
     trials: list[TrialOut]
 
 
+class IntervalOut(_Answer):
+    """The objective of each member (by index) at the end of one interval (null: diverged)
+    and the hyperparameters it trained that interval with."""
+
+    interval: int
+    step: int
+    scores: dict[str, float | None]
+    values: dict[str, dict[str, Any]]
+
+
+class ExploitOut(_Answer):
+    """One planned exploit: `recipient` took `donor`'s checkpoint of `donor_checkpoint_step`
+    (its model tensors' hash `weights_sha256`) when `exploited`, else `reason` says why not;
+    `before` and `after` are the recipient's hyperparameters."""
+
+    interval: int
+    step: int
+    recipient: int
+    donor: int
+    exploited: bool
+    reason: str | None
+    donor_checkpoint_step: int | None
+    weights_sha256: str | None
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+class LineageOut(_Answer):
+    """A population-based training study's lineage, as `pbt show --json` prints it (where
+    the checkpoints lie left out)."""
+
+    study_run_id: str
+    metric: str
+    direction: str
+    population: int
+    intervals: list[IntervalOut]
+    exploits: list[ExploitOut]
+
+    @classmethod
+    def of(cls, study_run_id: str, lineage: dict[str, Any]) -> LineageOut:
+        """From the lineage's strict JSON (`Lineage.to_json`)."""
+        return cls(study_run_id=study_run_id, metric=lineage["metric"],
+                   direction=lineage["direction"], population=lineage["population"],
+                   intervals=[IntervalOut(**i) for i in lineage["intervals"]],
+                   exploits=[ExploitOut(**{k: v for k, v in e.items()
+                                           if k in ExploitOut.model_fields})
+                             for e in lineage["exploits"]])
+
+
 class WebhookRequest(_Request):
     """A subscription: `events` POSTed to `url`, signed with the secret the environment
     variable `secret_env` holds where the deliverer runs (the secret itself never travels)."""
