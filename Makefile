@@ -63,15 +63,15 @@ demo-digits: setup
 	$(PY) examples/digits/prepare.py
 	$(VENV)/bin/trainforge run examples/digits/pipeline.yaml
 
-# pytest-xdist: a worker per core and one more (TEST_WORKERS=1 for a serial run): many tests
-# wait on processes, heartbeats or backoff, and the extra worker's tests use that time (two
-# more gained nothing measurable on 2 cores: the suite is CPU-bound, and contention grew). The
+# pytest-xdist: a worker per core and two more (TEST_WORKERS=1 for a serial run): many tests
+# wait on processes, heartbeats or backoff, and the extra workers' tests use that time (on 2
+# cores, one run each on 2026-12-08: pytest 1,045 s with 4 workers, 1,120 s with 3). The
 # tests marked slow come first, and each worker takes the next test when it is almost out of
 # work; the tests that share a module's or a folder's expensive fixture (a trained run, a
 # torchrun job) are one unit that one worker runs, so that it is made once (the scheduler in
 # tests/conftest.py). mypy checks beside them (its report follows pytest's), in the time the
 # waiting tests leave.
-TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 2)")
 test: setup-dev
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \

@@ -212,9 +212,13 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
     The AWS variables (credentials, region, `AWS_ENDPOINT_URL`) point at the server for the
     test, so code that reads them from the environment, as s3fs does, reaches the bucket.
+    fsspec caches file systems by their arguments, not by the environment: one an earlier test
+    of this process opened without options under other variables (none: a test naming
+    `s3://` data it never reaches) would be handed out again, so the cache is emptied first.
     """
-    pytest.importorskip("s3fs")
+    s3fs = pytest.importorskip("s3fs")
     boto3 = pytest.importorskip("boto3")
+    s3fs.S3FileSystem.clear_instance_cache()
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")

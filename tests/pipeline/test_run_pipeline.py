@@ -59,7 +59,8 @@ def test_system_state_is_kept_apart_from_params_and_tags(fraud_project):
     assert run.spec_hash == plan_pipeline(path, ONE_EPOCH).spec_hash
     assert not {"process", "spec", "checkpoint"} & set(run.tags)
     assert set(run.params) == {"name", "experiment", "data", "features", "model", "training",
-                               "evaluation", "registry", "tracking", "tuning", "steps"}
+                               "evaluation", "registry", "tracking", "tuning", "submit",
+                               "steps"}
 
 
 def test_resume_auto_finds_an_abandoned_run_whatever_its_resume_mode_and_cadence(

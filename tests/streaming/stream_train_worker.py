@@ -9,6 +9,7 @@ KILL_AT_STEP when given, and otherwise writes the final weights to OUT.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -23,6 +24,7 @@ from trainforge.config import ModelSpec, TrainingSpec  # noqa: E402
 from trainforge.models import build_model  # noqa: E402
 from trainforge.train import Callback, Trainer, save_weights  # noqa: E402
 
+gc.freeze()  # what the imports made, out of the collector's sight (as in trainforge's)
 data, checkpoints, num_workers, out = sys.argv[1:5]
 kill_at = int(sys.argv[5]) if len(sys.argv) > 5 else None
 spec = TrainingSpec(epochs=3, batch_size=64, seed=11, deterministic=True, device="cpu",

@@ -12,6 +12,7 @@ under "validation", each strategy's val metrics and the rows each rank scored.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -130,6 +131,7 @@ def main(out: str, device: str = "cpu") -> None:
 
 
 if __name__ == "__main__":
+    gc.freeze()  # what the imports made, out of the collector's sight (as in trainforge's)
     main(*sys.argv[1:])
     # The group is destroyed and the results are on disk. Leave without the interpreter's
     # teardown: in about one run of five, a C++ thread of torch's gloo backend is still

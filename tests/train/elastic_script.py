@@ -19,6 +19,7 @@ The functions after `main` launch such a "node", kill one and release the rest
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -178,4 +179,5 @@ def wait_for_steps(records: Path, lines: int, agents: list[subprocess.Popen],
 
 
 if __name__ == "__main__":
+    gc.freeze()  # what the imports made, out of the collector's sight (as in trainforge's)
     main(*sys.argv[1:])

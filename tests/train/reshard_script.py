@@ -14,6 +14,7 @@ it, training resumes from the newest checkpoint and runs to the end. Rank 0 writ
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -88,6 +89,7 @@ def main(checkpoints: str, out: str, batch_size: str, stop_at: str | None = None
 
 
 if __name__ == "__main__":
+    gc.freeze()  # what the imports made, out of the collector's sight (as in trainforge's)
     main(*sys.argv[1:])
     # As distributed_script.py: the group is destroyed and the results are written, so leave
     # without the interpreter's teardown, where a gloo C++ thread still joinable aborts the

@@ -17,6 +17,7 @@ the middle of.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import warnings
@@ -90,6 +91,7 @@ def attempt(db_url: str, out: Path, num_workers: int, resume: str | None) -> Non
 
 
 def serve(db_url: str, out: Path) -> None:
+    gc.freeze()  # before the forks: what the imports made, out of every attempt's collector
     for command in sys.stdin:
         num_workers, *run_id = command.split()
         pid = os.fork()
