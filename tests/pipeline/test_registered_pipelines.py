@@ -111,6 +111,20 @@ def test_a_data_source_whose_columns_do_not_fit_the_spec_is_refused(
                            f"column of data file {other}; its columns are: a, b")
 
 
+def test_a_spec_that_maps_no_hyperparameter_takes_none(store: Store,
+                                                       fraud_project: Path) -> None:
+    spec = fraud_project / "pipeline.yaml"
+    document = yaml.safe_load(spec.read_text())
+    del document["submit"]
+    spec.write_text(yaml.safe_dump(document))
+    plain = register_pipeline(store, spec, "fraud_plain", user="ana")
+
+    assert _refusal(plain, {"hyperparams": {"lr": 0.01}}) == [
+        "config.hyperparams.lr: pipeline 'fraud_plain' maps no hyperparameter of this name; "
+        "it maps: none (its spec has no submit.hyperparams)"]
+    assert resolve_submission(plain, {"model_type": "mlp"}).values == {"model.type": "mlp"}
+
+
 def test_a_pipeline_only_its_runs_recorded_takes_no_submission(store: Store) -> None:
     recorded = store.upsert_pipeline(Pipeline("fraud", "fraud", {}))
     assert _refusal(recorded, {}) == [

@@ -152,8 +152,8 @@ def _spec_paths(spec: PipelineSpec, config: SubmittedConfig,
         setting["model_type"] = (mapping.model_type, config.model_type)
     unknown = sorted(set(config.hyperparams) - set(mapping.hyperparams))
     if unknown:
-        mapped = ", ".join(sorted(mapping.hyperparams)) or "none (its spec has no "
-        "submit.hyperparams)"
+        mapped = (", ".join(sorted(mapping.hyperparams))
+                  or "none (its spec has no submit.hyperparams)")
         raise SpecError([f"config.hyperparams.{name}: {source} maps no hyperparameter of this "
                          f"name; it maps: {mapped}" for name in unknown])
     for name, value in config.hyperparams.items():
