@@ -86,7 +86,8 @@ def test_another_spec_under_a_registered_id_exits_1_with_how_to_replace_it(
     assert shown["spec"]["training"]["epochs"] == 9
 
 
-def test_a_bad_spec_or_id_exits_2_and_registers_nothing(fraud_project: Path) -> None:
+def test_a_bad_spec_or_id_exits_2_and_creates_nothing(fraud_project: Path,
+                                                      _isolated_home: Path) -> None:
     spec = fraud_project / "pipeline.yaml"
     document = yaml.safe_load(spec.read_text())
     document["submit"]["hyperparams"]["lr"] = "training.optimiser.lr"
@@ -100,7 +101,7 @@ def test_a_bad_spec_or_id_exits_2_and_registers_nothing(fraud_project: Path) -> 
     assert "submit.hyperparams.lr: 'training.optimiser.lr' is no field of this spec" in (
         bad_spec.stderr)
     assert bad_id.exit_code == 2 and "--id '../up': expected 1 to 64 letters" in bad_id.stderr
-    assert json.loads(invoke("list", "--json").stdout) == []
+    assert not (_isolated_home / "trainforge.db").exists()  # no database made for a refusal
 
 
 def test_an_unknown_pipeline_exits_1_and_a_missing_database_is_named(

@@ -33,13 +33,14 @@ def pipelines_register(
     as_json: _render.JsonFlag = False,
 ) -> None:
     """Check SPEC as `trainforge run` checks it and store it, resolved, under PIPELINE_ID."""
-    from trainforge.pipeline import register_pipeline
+    from trainforge.pipeline import registration
 
     try:
-        registered = register_pipeline(_context.store(), spec, pipeline_id,
-                                       user=_context.settings().user, replace=replace)
+        record = registration(spec, pipeline_id, user=_context.settings().user)
     except SpecError as exc:
         _render.fail(str(exc), 2)
+    try:
+        registered = _context.store().register_pipeline(record, replace=replace)
     except Conflict as exc:
         _render.fail(f"{exc}\nreplace it: trainforge pipelines register {spec} --id "
                      f"{pipeline_id} --replace", 1)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         JobResources,
         Submission,
         register_pipeline,
+        registration,
         resolve_submission,
         submission_keys,
     )
@@ -46,6 +47,7 @@ _EXPORTS = {
     "JobResources": "trainforge.pipeline._registered",
     "Submission": "trainforge.pipeline._registered",
     "register_pipeline": "trainforge.pipeline._registered",
+    "registration": "trainforge.pipeline._registered",
     "resolve_submission": "trainforge.pipeline._registered",
     "submission_keys": "trainforge.pipeline._registered",
     "DISTRIBUTED_RECORD": "trainforge.pipeline._distributed",
@@ -92,6 +94,7 @@ __all__ = [
     "parse_nodes",
     "plan_pipeline",
     "register_pipeline",
+    "registration",
     "resolve_submission",
     "run_pipeline",
     "spec_hash",

@@ -80,19 +80,25 @@ class Submission:
         return [f"{path}={json.dumps(value)}" for path, value in self.values.items()]
 
 
-def register_pipeline(store: ExperimentStore, spec: str | Path, pipeline_id: str, *,
-                      user: str, replace: bool = False) -> Pipeline:
-    """The spec at `spec`, checked as `trainforge run` checks it, stored resolved (paths
-    absolute, credentials left out) under `pipeline_id` with its DAG's wiring, registered by
-    `user`; `SpecError` for a bad id or spec, `Conflict` for an id registered with another
-    spec (unless `replace`)."""
+def registration(spec: str | Path, pipeline_id: str, *, user: str) -> Pipeline:
+    """What registering the spec at `spec` under `pipeline_id` stores: the spec checked as
+    `trainforge run` checks it and resolved (paths absolute, credentials left out), its DAG's
+    wiring, `user` as who registered it; `SpecError` for a bad id or spec. No store is
+    touched, so a refusal leaves nothing behind."""
     if not _PIPELINE_ID.fullmatch(pipeline_id):
         raise SpecError([f"--id {pipeline_id!r}: expected 1 to 64 letters, digits, '_', '.' "
                          "or '-', starting with a letter or digit"])
     plan = plan_pipeline(spec)
-    return store.register_pipeline(Pipeline(
-        pipeline_id=pipeline_id, name=plan.spec.name, dag_config=plan.dag(None).describe(),
-        created_by=user, spec=plan.spec.model_dump(mode="json")), replace=replace)
+    return Pipeline(pipeline_id=pipeline_id, name=plan.spec.name,
+                    dag_config=plan.dag(None).describe(), created_by=user,
+                    spec=plan.spec.model_dump(mode="json"))
+
+
+def register_pipeline(store: ExperimentStore, spec: str | Path, pipeline_id: str, *,
+                      user: str, replace: bool = False) -> Pipeline:
+    """`registration` stored: `Conflict` for an id registered with another spec (unless
+    `replace`)."""
+    return store.register_pipeline(registration(spec, pipeline_id, user=user), replace=replace)
 
 
 def resolve_submission(pipeline: Pipeline, config: object) -> Submission:
