@@ -207,14 +207,15 @@ def s3_endpoint() -> Iterator[str]:
 
 
 @pytest.fixture
-def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The name of a fresh, empty bucket on the moto server.
 
     The AWS variables (credentials, region, `AWS_ENDPOINT_URL`) point at the server for the
     test, so code that reads them from the environment, as s3fs does, reaches the bucket.
-    fsspec caches file systems by their arguments, not by the environment: one an earlier test
-    of this process opened without options under other variables (none: a test naming
-    `s3://` data it never reaches) would be handed out again, so the cache is emptied first.
+    fsspec caches file systems by their arguments, not by the environment: one opened without
+    options under other variables would be handed out again to a later test (this one, if an
+    earlier test named `s3://` data it never reached; a later one, which would reach moto
+    without setting anything), so the cache is emptied before and after.
     """
     s3fs = pytest.importorskip("s3fs")
     boto3 = pytest.importorskip("boto3")
@@ -225,7 +226,8 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
     bucket = f"tf-test-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
-    return bucket
+    yield bucket
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 @pytest.fixture
