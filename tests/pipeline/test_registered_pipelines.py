@@ -4,6 +4,7 @@ key it refuses named before anything is queued."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,19 @@ def test_registering_stores_the_resolved_spec_its_steps_and_who_registered_it(
     assert stored.spec["data"]["source"] == str(fraud_project / "data/transactions-*.parquet")
     assert stored.spec["submit"]["hyperparams"]["lr"] == "training.optimizer.lr"
     assert [s["name"] for s in stored.dag_config["steps"]][:2] == ["ingest", "validate"]
+
+
+def test_the_specs_credentials_are_not_stored(store: Store, fraud_project: Path) -> None:
+    spec = fraud_project / "pipeline.yaml"
+    document = yaml.safe_load(spec.read_text())
+    document["data"]["storage_options"] = {"key": "AKIAEXAMPLE", "secret": "planted-s3cr3t"}
+    spec.write_text(yaml.safe_dump(document))
+
+    registered = register_pipeline(store, spec, "fraud_model_v2", user="ana")
+
+    assert registered.spec is not None and "planted-s3cr3t" not in json.dumps(registered.spec)
+    assert registered.spec["data"]["storage_options"] == {}  # left out, as from every dump
+    assert "planted-s3cr3t" not in json.dumps(store.get_pipeline("fraud_model_v2").spec)
 
 
 def test_a_submission_sets_the_paths_its_pipeline_maps(registered: Pipeline,

@@ -53,7 +53,7 @@ def tune_run(spec: str, overrides: Overrides = None, trials: Trials = None,
     study's run (with tuning.pbt: population-based training, members nested likewise)."""
     _extras.require_extra("trainforge tune", "tune")
     with started(trains=True):  # its trials train in this process (and in its workers)
-        from trainforge.pipeline import plan_pipeline, run_pipeline  # noqa: F401 - a trial's
+        from trainforge.pipeline import plan_pipeline, run_pipeline  # noqa: F401 - trials run it
         from trainforge.tuning import quiet_optuna, tune
 
     quiet_optuna()
